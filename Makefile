@@ -1,0 +1,31 @@
+# Each target sets itself up: a virtualenv in .venv with the project installed (editable).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint paper soak clean setup
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ppsched demo --out results/demo
+
+test: $(STAMP)
+	$(BIN)/ruff check ppsched tests
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check ppsched tests
+
+paper: $(STAMP)
+	$(BIN)/ppsched paper --out results
+
+clean:
+	rm -rf $(VENV) results/cache

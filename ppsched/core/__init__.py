@@ -1,0 +1,1 @@
+"""Engine-free types shared by policies, the simulator and the SGLang plugin."""

@@ -1,0 +1,21 @@
+"""Where the vendored data lives. Overridable by --data-dir or PPSCHED_DATA_DIR; never a download."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ppsched.core.errors import UserError
+
+REPO_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+ENV_DATA_DIR = "PPSCHED_DATA_DIR"
+
+
+def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: explicit override, else $PPSCHED_DATA_DIR, else the repo's vendored data/."""
+    chosen = override or os.environ.get(ENV_DATA_DIR) or REPO_DATA_DIR
+    path = Path(chosen)
+    if not path.is_dir():
+        raise UserError(f"data directory {str(path)!r} does not exist; expected a folder with "
+                        f"traces/ and profiles/ (set --data-dir or ${ENV_DATA_DIR})")
+    return path

@@ -1,0 +1,54 @@
+"""The two-method interfaces every engine calls, and the decisions they return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, StageMeasurement
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDecision:
+    """A chunk size and why. ``inputs`` are the numbers that drove it (for the decision log)."""
+
+    chunk_tokens: int
+    reason: str
+    inputs: tuple[tuple[str, float], ...] = ()
+    predicted_stage_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunk_tokens <= 0:
+            raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class TrimDecision:
+    """Partition of a slot's decode set: ``run_ids`` decode now, ``hold_ids`` wait (keeping KV)."""
+
+    run_ids: tuple[int, ...]
+    hold_ids: tuple[int, ...] = ()
+    reason: str = "no-trim"
+    inputs: tuple[tuple[str, float], ...] = field(default=())
+
+
+@runtime_checkable
+class ChunkController(Protocol):
+    name: str
+
+    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
+        """Chunk budget for the prefill batch about to be built for ``snap.slot``."""
+        ...
+
+    def observe(self, measurement: StageMeasurement) -> None:
+        """A measured stage iteration (every iteration, prefill or decode)."""
+        ...
+
+
+@runtime_checkable
+class DecodeTrimmer(Protocol):
+    name: str
+
+    def select(self, snap: DecodeSnapshot) -> TrimDecision:
+        """Which of the slot's running+held requests decode now; deterministic in ``snap``."""
+        ...

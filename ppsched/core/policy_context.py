@@ -1,0 +1,28 @@
+"""What a policy factory needs to build a controller for one engine run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppsched.core.errors import UserError
+from ppsched.core.models import ModelConfig
+from ppsched.core.slo import Slo
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyContext:
+    pp_size: int
+    slo: Slo
+    model: ModelConfig
+    hardware: str = "a100-40g-pcie"
+    tp_size: int = 1  # TP degree inside one stage (PP4 -> 1)
+    max_chunk_tokens: int = 2048
+    profile_path: str | None = None  # ALP profile JSON from `ppsched profile fit`; None: built-in
+    data_dir: str | None = None
+    boundaries: tuple[int, ...] | None = None  # detected efficient batch sizes; None: from profile
+
+    def __post_init__(self) -> None:
+        if self.pp_size < 1:
+            raise UserError(f"pp_size={self.pp_size}: expected >= 1")
+        if self.max_chunk_tokens <= 0:
+            raise UserError(f"max_chunk_tokens={self.max_chunk_tokens}: expected > 0")

@@ -1,0 +1,117 @@
+"""Immutable views of engine state that policies read. Engines build them; policies never see an engine.
+
+Cost matters: engines build one snapshot per scheduling iteration, so aggregates are running sums
+kept by the engine, and the queue view may be truncated (``queue`` holds at most the engine's view
+limit of FCFS-oldest requests; ``queued_requests``/``queued_prompt_tokens`` are always exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppsched.core.batch import BatchShape
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRequest:
+    """A request waiting for (more) prefill."""
+
+    req_id: int
+    arrival_s: float
+    prompt_tokens: int
+    remaining_prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlotLoad:
+    """Decode load of one microbatch slot (running + held requests)."""
+
+    slot: int
+    decode_reqs: int
+    decode_ctx_sum: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSnapshot:
+    """What a chunk-size controller sees before a prefill-batch build of ``slot``."""
+
+    now_s: float
+    iteration: int  # scheduling iterations so far (all slots), starts at 0
+    slot: int
+    pp_size: int
+    queue: tuple[QueuedRequest, ...]  # FCFS, oldest first; possibly truncated
+    queued_requests: int
+    queued_prompt_tokens: int  # remaining prompt tokens of every queued request, incl. chunked
+    chunked: QueuedRequest | None  # the request being chunked across slots, if any
+    slots: tuple[SlotLoad, ...]
+    kv_free_tokens: int
+    kv_total_tokens: int
+    recent_ttft_ms: tuple[float, ...]  # most recent last
+    recent_tpot_ms: tuple[float, ...]  # per finished-or-decoding request mean TPOT, recent last
+    recent_stage_ms: tuple[float, ...]  # measured stage-0 latency of recent iterations
+    arrived_requests_total: int  # cumulative since start: windowed rates come from differences
+    arrived_prompt_tokens_total: int
+    max_chunk_tokens: int  # the engine's hard cap (launch chunk size / max prefill tokens)
+
+    @property
+    def kv_free_fraction(self) -> float:
+        return self.kv_free_tokens / self.kv_total_tokens if self.kv_total_tokens else 0.0
+
+    @property
+    def max_slot_decode_reqs(self) -> int:
+        return max((s.decode_reqs for s in self.slots), default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodingRequest:
+    """A request in a slot's decode set (running or held)."""
+
+    req_id: int
+    arrival_s: float
+    context_len: int  # tokens in KV (prompt + generated)
+    generated_tokens: int
+    first_token_s: float
+    last_token_s: float
+    held_streak: int  # consecutive decode turns of its slot this request has been held
+
+    def tpot_so_far_ms(self) -> float:
+        """Mean time between output tokens so far (0 before the second token)."""
+        if self.generated_tokens < 2:
+            return 0.0
+        return 1000.0 * (self.last_token_s - self.first_token_s) / (self.generated_tokens - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeSnapshot:
+    """What a decode trimmer sees before a decode batch of ``slot``.
+
+    ``running`` and ``held`` are this slot's requests ordered by arrival (oldest first); the
+    trimmer partitions their union into run and hold.
+    """
+
+    now_s: float
+    slot: int
+    pp_size: int
+    running: tuple[DecodingRequest, ...]
+    held: tuple[DecodingRequest, ...]
+    slot_sizes: tuple[int, ...]  # running + held per slot, indexed by slot
+    kv_free_tokens: int
+    kv_total_tokens: int
+    queued_requests: int
+    queued_prompt_tokens: int
+    recent_tpot_ms: tuple[float, ...]
+
+    @property
+    def kv_free_fraction(self) -> float:
+        return self.kv_free_tokens / self.kv_total_tokens if self.kv_total_tokens else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StageMeasurement:
+    """One measured stage iteration, fed back to the policies (ALP learns from these)."""
+
+    now_s: float
+    slot: int
+    stage: int
+    shape: BatchShape
+    measured_ms: float

@@ -1,0 +1,21 @@
+"""``static:N``: the fixed chunk (the paper's PP_2048 and PP_static)."""
+
+from __future__ import annotations
+
+from ppsched.core.errors import UserError
+from ppsched.core.policy import ChunkDecision
+from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+
+
+class StaticChunk:
+    def __init__(self, chunk_tokens: int) -> None:
+        if chunk_tokens <= 0:
+            raise UserError(f"static chunk {chunk_tokens}: expected a positive token count")
+        self.name = f"static:{chunk_tokens}"
+        self._decision = ChunkDecision(chunk_tokens, "static")
+
+    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
+        return self._decision
+
+    def observe(self, measurement: StageMeasurement) -> None:
+        return None

@@ -1,0 +1,1 @@
+"""Delay scheduling: trims decode microbatches to efficient sizes. Pure policy code."""
