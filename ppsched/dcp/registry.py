@@ -1,16 +1,28 @@
-"""Build a chunk controller from its command-line spec (``static:N``, ``greedy``, ...)."""
+"""Build a chunk controller from its command-line spec (``static:N``, ``greedy``, ...).
+
+Engines pass what only they can provide: ``prefill_timer`` (ms of one prefix-free prefill of L
+tokens on stage 0; SGLang's dynamic chunking profiles it at start-up) and, optionally, an
+existing ``predictor`` (else ALP is built from ``ctx.profile_path`` or the built-in profile).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ppsched.core.errors import UserError
 from ppsched.core.policy import ChunkController
 from ppsched.core.policy_context import PolicyContext
+from ppsched.dcp.greedy import GreedyChunk
+from ppsched.dcp.predictive import PAPER_CONFIG, PredictiveChunk, PredictiveConfig, StagePredictor
+from ppsched.dcp.sglang_dynamic import SglangDynamicChunk, sample_prefill_times
 from ppsched.dcp.static import StaticChunk
 
-CHUNK_SPECS = ("static:N",)
+CHUNK_SPECS = ("static:N", "greedy", "predictive", "predictive-paper", "sglang-dynamic")
 
 
-def build_chunk_controller(spec: str, ctx: PolicyContext) -> ChunkController:
+def build_chunk_controller(spec: str, ctx: PolicyContext, *,
+                           prefill_timer: Callable[[int], float] | None = None,
+                           predictor: StagePredictor | None = None) -> ChunkController:
     if spec.startswith("static:"):
         raw = spec.split(":", 1)[1]
         try:
@@ -18,4 +30,31 @@ def build_chunk_controller(spec: str, ctx: PolicyContext) -> ChunkController:
         except ValueError:
             raise UserError(f"chunk spec {spec!r}: expected static:N with N a positive integer") \
                 from None
+    if spec == "greedy":
+        return GreedyChunk(ctx.slo, ctx.pp_size)
+    if spec in ("predictive", "predictive-paper"):
+        config = PAPER_CONFIG if spec == "predictive-paper" else PredictiveConfig()
+        return PredictiveChunk(ctx.slo, ctx.pp_size, predictor or default_predictor(ctx),
+                               config, name=spec)
+    if spec == "sglang-dynamic":
+        if prefill_timer is None:
+            raise UserError("chunk controller 'sglang-dynamic' needs the engine's stage-0 "
+                            "prefill timer (its start-up profile); this engine provides none")
+        base = ctx.max_chunk_tokens
+        samples = sample_prefill_times(prefill_timer, base, ctx.model.max_context)
+        return SglangDynamicChunk(base, samples, ctx.model.max_context)
     raise UserError(f"unknown chunk controller {spec!r}: expected one of {', '.join(CHUNK_SPECS)}")
+
+
+def default_predictor(ctx: PolicyContext) -> StagePredictor:
+    """ALP on the run's profile: ``ctx.profile_path`` if given, else the built-in one."""
+    try:
+        from ppsched.predictor import ALPredictor, LinearProfile, default_profile
+    except ImportError as exc:  # the predictor package is another module of this project
+        raise UserError(f"predictive chunking needs ppsched.predictor (ALP): {exc}") from exc
+    if ctx.profile_path:
+        profile = LinearProfile.from_json(ctx.profile_path)
+    else:
+        profile = default_profile(ctx.model, pp_size=ctx.pp_size, tp=ctx.tp_size,
+                                  data_dir=ctx.data_dir)
+    return ALPredictor(profile)

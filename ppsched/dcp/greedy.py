@@ -1,0 +1,121 @@
+"""``greedy``: the paper's greedy DCP, stepping the chunk from observed TTFT/TPOT slack and free KV.
+
+Signal: the P90 (configurable) of the engine's recent TTFT and TPOT samples. The SLOs and goodput
+are P90 targets, so the tail, not the mean, is what must stay inside them; a mean would let a few
+long stalls hide behind many short gaps. No samples yet: that side gives no push either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppsched.core.policy import ChunkDecision
+from ppsched.core.slo import Slo
+from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.dcp.signals import (
+    PAPER_KV_WATERMARK,
+    PAPER_MAX,
+    PAPER_STEP,
+    candidate_grid,
+    finite_or,
+    kv_pressure,
+    percentile,
+    safe_floor,
+    snap_to_grid,
+)
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class GreedyConfig:
+    """Artifact constants (PAPER.md, greedy DCP)."""
+
+    step: int = PAPER_STEP
+    max_tokens: int = PAPER_MAX
+    initial_tokens: int = PAPER_STEP  # start small: light load is the common case at start-up
+    kv_watermark: float = PAPER_KV_WATERMARK
+    shrink_tpot: float = 1.08  # shrink if TPOT > 1.08 SLO ...
+    shrink_ttft: float = 0.10  # ... or TTFT < 0.1 SLO (light load)
+    grow_ttft: float = 0.30  # grow if TTFT > 0.3 SLO and TPOT < 0.85 SLO
+    grow_tpot: float = 0.85
+    q: float = 90.0  # percentile of the recent samples compared with the SLO
+
+    def __post_init__(self) -> None:
+        if self.step <= 0 or self.max_tokens < self.step or self.initial_tokens <= 0:
+            raise ValueError(f"greedy: step={self.step}, max_tokens={self.max_tokens}, "
+                             f"initial_tokens={self.initial_tokens}: expected 0 < step <= max "
+                             "and initial > 0")
+        if not 0.0 <= self.kv_watermark < 1.0:
+            raise ValueError(f"greedy: kv_watermark={self.kv_watermark}, expected in [0, 1)")
+        if not 0.0 < self.q <= 100.0:
+            raise ValueError(f"greedy: q={self.q}, expected a percentile in (0, 100]")
+        if not (self.shrink_ttft < self.grow_ttft and self.grow_tpot < self.shrink_tpot):
+            raise ValueError("greedy: expected shrink_ttft < grow_ttft and grow_tpot < shrink_tpot"
+                             " (else shrink and grow overlap)")
+
+
+class GreedyChunk:
+    """Decides once per ``pp_size`` scheduling iterations; holds the chunk in between."""
+
+    def __init__(self, slo: Slo, pp_size: int, config: GreedyConfig | None = None,
+                 name: str = "greedy") -> None:
+        if pp_size < 1:
+            raise ValueError(f"pp_size={pp_size}: expected >= 1")
+        self.name = name
+        self.slo = slo
+        self.pp_size = pp_size
+        self.cfg = config or GreedyConfig()
+        self._chunk = self.cfg.initial_tokens
+        self._next_iteration = 0  # first call decides
+        self._last: ChunkDecision | None = None
+
+    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
+        cfg = self.cfg
+        candidates = candidate_grid(snap.max_chunk_tokens, cfg.step, cfg.max_tokens)
+        floor = safe_floor(candidates, snap.max_slot_decode_reqs)
+        if snap.iteration < self._next_iteration and self._last is not None:
+            # Between decisions the chunk holds, but the safety guard is re-checked: a slot's
+            # decode count can jump between two decisions.
+            if self._last.chunk_tokens >= floor or self._last.chunk_tokens >= candidates[-1]:
+                return self._last
+            return self._decision(floor, "hold+safety-floor", snap, NAN, NAN)
+        self._next_iteration = snap.iteration + self.pp_size
+
+        ttft = percentile(snap.recent_ttft_ms, cfg.q)
+        tpot = percentile(snap.recent_tpot_ms, cfg.q)
+        ttft_v = finite_or(ttft, NAN)
+        tpot_v = finite_or(tpot, NAN)
+        idx = candidates.index(snap_to_grid(self._chunk, candidates))
+        if kv_pressure(snap, cfg.kv_watermark):
+            return self._decision(floor, "kv-watermark", snap, ttft_v, tpot_v)
+        slo = self.slo
+        tpot_bad = tpot is not None and tpot > cfg.shrink_tpot * slo.tpot_ms
+        ttft_idle = ttft is not None and ttft < cfg.shrink_ttft * slo.ttft_ms
+        if tpot_bad or ttft_idle:
+            idx = max(idx - 1, 0)
+            reason = "shrink:tpot-violated" if tpot_bad else "shrink:ttft-slack"
+        elif (ttft is not None and ttft > cfg.grow_ttft * slo.ttft_ms
+              and (tpot is None or tpot < cfg.grow_tpot * slo.tpot_ms)):
+            idx = min(idx + 1, len(candidates) - 1)
+            reason = "grow:ttft-tight"
+        else:
+            reason = "keep"
+        chunk = candidates[idx]
+        if chunk < floor:
+            chunk, reason = floor, reason + "+safety-floor"
+        return self._decision(chunk, reason, snap, ttft_v, tpot_v)
+
+    def _decision(self, chunk: int, reason: str, snap: ChunkSnapshot, ttft: float,
+                  tpot: float) -> ChunkDecision:
+        self._chunk = chunk
+        self._last = ChunkDecision(chunk, reason, (
+            ("ttft_p_ms", ttft), ("tpot_p_ms", tpot),
+            ("kv_free_frac", snap.kv_free_fraction),
+            ("max_slot_decodes", float(snap.max_slot_decode_reqs)),
+            ("queued_tokens", float(snap.queued_prompt_tokens)),
+        ))
+        return self._last
+
+    def observe(self, measurement: StageMeasurement) -> None:
+        return None  # greedy reacts to TTFT/TPOT samples in the snapshot, not to stage timings

@@ -1,0 +1,193 @@
+"""``predictive`` / ``predictive-paper``: chunk choice from ALP-predicted stage latency.
+
+Every 2*pp_size iterations, for each candidate chunk c on the 128-step grid:
+- stage(c) = predicted one-stage latency of a microbatch holding c prefill tokens as one piece
+  (prefix = what the chunked request already prefilled) plus one slot's decodes;
+- TPOT bound: stage(c) * pp_size <= 1.05 * SLO_TPOT (a decode advances once per pipeline period,
+  and the period is pp_size stage times when stages are balanced);
+- demand (tokens/s) = backlog of requests that waited >= 0.25 * SLO_TTFT over their remaining
+  TTFT budget, plus the prompt-token arrival rate over 10 s;
+- supply(c) in tokens/s, see ``Throughput`` below.
+Smallest c with supply >= demand among those meeting TPOT; none: the largest meeting TPOT
+(overloaded: drain); nothing meets TPOT: the minimum. Then the KV watermark and safety guards.
+
+Variants (``PredictiveConfig``): the paper's reading, and ours where we think the paper's model is
+off. Ours: (1) supply = c / stage(c): with a queue, every slot builds a prefill batch, so each
+stage finishes one c-token microbatch per stage time, pp_size chunks per period, not one;
+(2) demand = max over the FCFS prefix of (cumulative tokens / budget of its last request): FCFS
+serves older requests first, so request i is done only when everything ahead of it is too;
+(3) the TPOT bound uses the fullest slot's decodes, since the chunk held for 2*pp_size iterations
+lands in every slot, not only the one that happened to ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.policy import ChunkDecision
+from ppsched.core.slo import Slo
+from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.dcp.signals import (
+    PAPER_KV_WATERMARK,
+    PAPER_MAX,
+    PAPER_STEP,
+    ArrivalWindow,
+    candidate_grid,
+    kv_pressure,
+    safe_floor,
+)
+
+INF = float("inf")
+
+
+class StagePredictor(Protocol):
+    """What the controller needs from ALP (``ppsched.predictor.ALPredictor``)."""
+
+    def predict_many(self, shapes: Sequence[BatchShape]) -> Sequence[float]: ...
+
+    def update(self, shape: BatchShape, measured_ms: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PredictiveConfig:
+    step: int = PAPER_STEP
+    max_tokens: int = PAPER_MAX
+    kv_watermark: float = PAPER_KV_WATERMARK
+    tpot_margin: float = 1.05  # artifact: stage * pp <= 1.05 SLO_TPOT
+    wait_fraction: float = 0.25  # artifact: backlog counts requests that waited >= 0.25 SLO_TTFT
+    window_s: float = 10.0  # artifact: arrival-rate window
+    cadence: int = 2  # decide every cadence * pp_size iterations
+    supply: str = "pipelined"  # "paper": c / (stage * pp); "pipelined": c / stage
+    demand: str = "fcfs"  # "paper": sum_i rem_i / budget_i; "fcfs": max prefix cum / budget
+    decodes: str = "fullest"  # "paper": the asking slot's decodes; "fullest": the fullest slot's
+
+    def __post_init__(self) -> None:
+        if self.step <= 0 or self.max_tokens < self.step:
+            raise ValueError(f"predictive: step={self.step}, max_tokens={self.max_tokens}: "
+                             "expected 0 < step <= max_tokens")
+        if not (self.tpot_margin > 0 and 0 <= self.wait_fraction < 1 and self.window_s > 0
+                and self.cadence >= 1 and 0 <= self.kv_watermark < 1):
+            raise ValueError("predictive: expected tpot_margin > 0, 0 <= wait_fraction < 1, "
+                             "window_s > 0, cadence >= 1, 0 <= kv_watermark < 1")
+        for name, value, allowed in (("supply", self.supply, ("paper", "pipelined")),
+                                     ("demand", self.demand, ("paper", "fcfs")),
+                                     ("decodes", self.decodes, ("paper", "fullest"))):
+            if value not in allowed:
+                raise ValueError(f"predictive: {name}={value!r}, expected one of {allowed}")
+
+
+PAPER_CONFIG = PredictiveConfig(supply="paper", demand="paper", decodes="paper")
+
+
+def backlog_demand(snap: ChunkSnapshot, slo: Slo, wait_fraction: float, fcfs: bool) -> float:
+    """Tokens/s the queue's long-waiting requests need to meet their TTFT; inf if already late.
+
+    Long waiters are the oldest, so they are a prefix of the FCFS view (``snap.queue`` is
+    oldest-first, possibly truncated; the chunked request is counted once, first).
+    """
+    now = snap.now_s
+    ttft_s = slo.ttft_ms / 1000.0
+    min_wait = wait_fraction * ttft_s
+    reqs = list(snap.queue)
+    ch = snap.chunked
+    if ch is not None and not any(q.req_id == ch.req_id for q in reqs):
+        reqs.insert(0, ch)
+    demand = 0.0
+    cum = 0
+    for q in reqs:
+        waited = now - q.arrival_s
+        cum += q.remaining_prompt_tokens
+        if waited < min_wait:
+            continue  # not late yet (retracted requests can re-enter out of arrival order)
+        budget = ttft_s - waited
+        if budget <= 0:
+            return INF
+        rate = (cum if fcfs else q.remaining_prompt_tokens) / budget
+        demand = max(demand, rate) if fcfs else demand + rate
+    return demand
+
+
+class PredictiveChunk:
+    def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
+                 config: PredictiveConfig | None = None, name: str = "predictive") -> None:
+        if pp_size < 1:
+            raise ValueError(f"pp_size={pp_size}: expected >= 1")
+        self.name = name
+        self.slo = slo
+        self.pp_size = pp_size
+        self.predictor = predictor
+        self.cfg = config or PredictiveConfig()
+        self._arrivals = ArrivalWindow(self.cfg.window_s)
+        self._next_iteration = 0
+        self._last: ChunkDecision | None = None
+
+    def observe(self, measurement: StageMeasurement) -> None:
+        # ALP learns from every measured iteration, prefill or decode, any stage
+        if measurement.shape.kind != "empty" and measurement.measured_ms > 0:
+            self.predictor.update(measurement.shape, measurement.measured_ms)
+
+    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
+        cfg = self.cfg
+        arrival_rate = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)
+        candidates = candidate_grid(snap.max_chunk_tokens, cfg.step, cfg.max_tokens)
+        floor = safe_floor(candidates, snap.max_slot_decode_reqs)
+        last = self._last
+        if snap.iteration < self._next_iteration and last is not None:
+            if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
+                return last
+            return self._remember(ChunkDecision(floor, "hold+safety-floor", last.inputs,
+                                                last.predicted_stage_ms))
+        self._next_iteration = snap.iteration + cfg.cadence * self.pp_size
+
+        if cfg.decodes == "fullest":
+            load = max(snap.slots, key=lambda s: (s.decode_reqs, s.decode_ctx_sum), default=None)
+        else:
+            load = next((s for s in snap.slots if s.slot == snap.slot), None)
+        d_reqs, d_ctx = (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+        ch = snap.chunked
+        prefix = ch.prompt_tokens - ch.remaining_prompt_tokens if ch is not None else 0
+        stage = self.predictor.predict_many(
+            [BatchShape(((prefix, c),), d_reqs, d_ctx) for c in candidates])
+        pp = self.pp_size
+        tpot_cap = cfg.tpot_margin * self.slo.tpot_ms
+        demand = backlog_demand(snap, self.slo, cfg.wait_fraction, cfg.demand == "fcfs")
+        demand += arrival_rate
+        per_period = pp if cfg.supply == "paper" else 1
+
+        chosen = -1  # index into candidates
+        meets_tpot = -1  # largest index meeting TPOT
+        for i, c in enumerate(candidates):
+            ms = stage[i]
+            if ms * pp > tpot_cap:
+                continue
+            meets_tpot = i
+            if chosen < 0 and 1000.0 * c / (ms * per_period) >= demand:
+                chosen = i
+        if kv_pressure(snap, cfg.kv_watermark):
+            idx, reason = candidates.index(floor), "kv-watermark"
+        elif meets_tpot < 0:
+            idx, reason = 0, "tpot-infeasible:min"
+        elif chosen >= 0:
+            idx, reason = chosen, "feasible:smallest"
+        else:
+            idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
+        chunk = candidates[idx]
+        if chunk < floor:
+            chunk, reason = floor, reason + "+safety-floor"
+            idx = candidates.index(floor)
+        supply = 1000.0 * chunk / (stage[idx] * per_period) if stage[idx] > 0 else INF
+        return self._remember(ChunkDecision(chunk, reason, (
+            ("demand_tok_s", demand), ("arrival_tok_s", arrival_rate),
+            ("supply_tok_s", supply), ("period_ms", stage[idx] * pp),
+            ("tpot_cap_ms", tpot_cap),
+            ("max_tpot_chunk", float(candidates[meets_tpot]) if meets_tpot >= 0 else 0.0),
+            ("slot_decodes", float(d_reqs)), ("prefix", float(prefix)),
+            ("kv_free_frac", snap.kv_free_fraction),
+        ), float(stage[idx])))
+
+    def _remember(self, decision: ChunkDecision) -> ChunkDecision:
+        self._last = decision
+        return decision

@@ -1,0 +1,102 @@
+"""Signals and guards shared by the chunk controllers: candidate grid, percentiles, arrival rate.
+
+All of it is O(samples) or O(slots) per call; the controllers keep state, these helpers keep none
+except ``ArrivalWindow``, which turns the engine's cumulative counters into a windowed rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+
+from ppsched.core.snapshots import ChunkSnapshot
+
+PAPER_STEP = 128  # artifact: candidates 128, 256, ..., 2048
+PAPER_MAX = 2048
+PAPER_KV_WATERMARK = 0.10  # artifact: free KV below 10% -> smallest safe chunk
+
+
+def candidate_grid(cap: int, step: int = PAPER_STEP, top: int = PAPER_MAX) -> tuple[int, ...]:
+    """step, 2*step, ... up to min(top, cap); (cap,) when the engine's cap is below one step."""
+    if cap <= 0 or step <= 0:
+        raise ValueError(f"cap={cap}, step={step}: expected both > 0")
+    limit = min(top, cap)
+    grid = tuple(range(step, limit + 1, step))
+    return grid if grid else (limit,)
+
+
+def percentile(samples: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default) of ``samples``; None when empty.
+
+    Plain Python: the sample windows are short, and numpy's call overhead would dominate.
+    """
+    finite = sorted(x for x in samples if x == x)  # drop NaN (1-token requests have no TPOT)
+    n = len(finite)
+    if n == 0:
+        return None
+    pos = (n - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return finite[lo] + (finite[hi] - finite[lo]) * (pos - lo)
+
+
+def safe_floor(candidates: Sequence[int], max_slot_decodes: int) -> int:
+    """Smallest candidate strictly above the decodes of the fullest microbatch.
+
+    Mixed batches spend one budget token per decode, so a chunk at or below that count would leave
+    no room for prefill. When no candidate is large enough, the largest one is the best we have.
+    """
+    for c in candidates:
+        if c > max_slot_decodes:
+            return c
+    return candidates[-1]
+
+
+def snap_to_grid(chunk: int, candidates: Sequence[int]) -> int:
+    """The largest candidate <= chunk (the smallest candidate if none is)."""
+    best = candidates[0]
+    for c in candidates:
+        if c <= chunk:
+            best = c
+        else:
+            break
+    return best
+
+
+def kv_pressure(snap: ChunkSnapshot, watermark: float) -> bool:
+    return snap.kv_total_tokens > 0 and snap.kv_free_fraction < watermark
+
+
+class ArrivalWindow:
+    """Prompt-token arrival rate (tokens/s) over a sliding window of the cumulative counter.
+
+    Samples are kept at most every ``min_gap_s`` so the deque stays short (window/min_gap entries).
+    Until a second sample exists the rate is 0: cumulative counters say how many, not since when.
+    """
+
+    def __init__(self, window_s: float = 10.0, min_gap_s: float = 0.1) -> None:
+        if not (window_s > 0 and min_gap_s >= 0):
+            raise ValueError(f"window_s={window_s}, min_gap_s={min_gap_s}: expected > 0 and >= 0")
+        self.window_s = window_s
+        self.min_gap_s = min_gap_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def update(self, now_s: float, tokens_total: int) -> float:
+        samples = self._samples
+        if not samples or now_s - samples[-1][0] >= self.min_gap_s:
+            samples.append((now_s, tokens_total))
+        # keep exactly one sample at or before the window start, so the span covers the window
+        start = now_s - self.window_s
+        while len(samples) >= 2 and samples[1][0] <= start:
+            samples.popleft()
+        t0, n0 = samples[0]
+        span = now_s - t0
+        if span <= 0:
+            return 0.0
+        return max(0, tokens_total - n0) / span
+
+
+def finite_or(value: float | None, default: float) -> float:
+    """For decision inputs: a number, never None (NaN marks 'no samples yet')."""
+    return default if value is None or not math.isfinite(value) else value
