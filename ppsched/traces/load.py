@@ -1,0 +1,164 @@
+"""load_workload: a named or user-supplied trace, with arrivals, sampling and context capping."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ppsched.core.errors import UserError
+from ppsched.core.paths import data_dir as resolve_data_dir
+from ppsched.core.requests import RequestSpec
+from ppsched.traces.arrivals import (
+    check_rate,
+    check_speedup,
+    check_window,
+    poisson_arrivals,
+    replay_arrivals,
+)
+from ppsched.traces.catalog import SYNTHETIC_DEFAULT_REQUESTS, Entry, lookup
+from ppsched.traces.readers import FORMATS, TraceTable, read_trace
+from ppsched.traces.workload import Workload
+
+
+def _positive_int(flag: str, value: int | None, minimum: int = 1) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise UserError(f"{flag} {value!r}: expected a whole number >= {minimum}")
+    return int(value)
+
+
+def _duration(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise UserError(f"--duration {value!r}: expected a finite number of seconds > 0")
+    return float(value)
+
+
+def cap_context(prompt: np.ndarray, output: np.ndarray, max_context: int
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Cap prompt+output at max_context by scaling both down proportionally.
+
+    Proportional (not prompt-first) so a capped request keeps its prefill/decode character. Each
+    side keeps >= 1 token and never grows. Returns (prompt, output, number of capped requests).
+    """
+    total = prompt + output
+    over = total > max_context
+    new_prompt = prompt.copy()
+    new_output = output.copy()
+    scaled = np.maximum(1, (prompt[over] * max_context) // total[over])
+    new_prompt[over] = scaled
+    new_output[over] = max_context - scaled
+    return new_prompt, new_output, int(over.sum())
+
+
+def _source(name: str | None, trace_file: str | None, trace_format: str | None,
+            data_dir: str | None) -> tuple[str, str, Entry]:
+    """(workload name, source description, catalog-like entry) for a name or a user file."""
+    if (name is None) == (trace_file is None):
+        raise UserError("give exactly one of a workload NAME or --trace-file PATH "
+                        f"(got name={name!r}, trace file={trace_file!r})")
+    if trace_file is not None:
+        if trace_format is None:
+            raise UserError(f"--trace-file {trace_file!r} needs --format, one of {sorted(FORMATS)}")
+        if trace_format not in FORMATS:
+            raise UserError(f"--format {trace_format!r}: expected one of {sorted(FORMATS)}")
+        path = str(Path(trace_file).expanduser().resolve())
+        entry = Entry(Path(trace_file).stem, path, trace_format, notes=(f"user trace {path}",))
+        return entry.name, path, entry
+    if trace_format is not None:
+        raise UserError(f"--format {trace_format!r} applies only with --trace-file")
+    assert name is not None
+    entry = lookup(name)
+    if entry.file is None:
+        return name, "synthetic", entry
+    path = str(resolve_data_dir(data_dir) / entry.file)
+    return name, path, entry
+
+
+def load_workload(name: str | None = None, *, trace_file: str | None = None,
+                  trace_format: str | None = None, rate: float | None = None,
+                  replay: bool = False, window_min: float | None = None, speedup: float = 1.0,
+                  num_requests: int | None = None, duration_s: float | None = None,
+                  seed: int = 0, max_context: int | None = None,
+                  data_dir: str | None = None) -> Workload:
+    """Build a workload. Timestamped traces replay their own times unless `rate` is given;
+    length-only sets and synthetic generators need `rate` (Poisson). See README for the rules."""
+    wl_name, source, entry = _source(name, trace_file, trace_format, data_dir)
+    num_requests = _positive_int("--num-requests", num_requests)
+    max_context = _positive_int("--max-context", max_context, minimum=2)
+    seed = _positive_int("--seed", seed, minimum=0) or 0
+    duration_s = _duration(duration_s)
+    check_speedup(speedup)
+    if window_min is not None:
+        check_window(window_min)
+    if rate is not None:
+        check_rate(rate)
+        if replay:
+            raise UserError(f"--rate {rate} and --replay exclude each other; choose Poisson "
+                            "arrivals at a rate or the trace's own timestamps")
+        if window_min is not None or speedup != 1.0:
+            raise UserError("--window-min and --speedup apply to --replay only, not to --rate")
+    table: TraceTable | None = read_trace(source, entry.fmt) if entry.fmt else None
+    timestamped = table is not None and table.arrival_s is not None
+    if rate is None:
+        if not timestamped:
+            what = "is synthetic" if table is None else "has lengths only (no timestamps)"
+            raise UserError(f"workload {wl_name!r} {what}; give --rate R for Poisson arrivals"
+                            + (" (--replay needs a timestamped trace)" if replay else ""))
+        replay = True
+
+    arr_seq, len_seq = np.random.SeedSequence(seed).spawn(2)
+    len_rng = np.random.default_rng(len_seq)
+    notes = list(entry.notes)
+    if replay:
+        assert table is not None and table.arrival_s is not None
+        times = replay_arrivals(table.arrival_s, window_min=window_min, speedup=speedup)
+        if duration_s is not None:
+            times = times[times < duration_s]
+        if num_requests is not None:
+            if num_requests > len(times):
+                raise UserError(f"--num-requests {num_requests}: the replay has only {len(times)} "
+                                "requests in its window/duration; ask for fewer or use --rate")
+            times = times[:num_requests]
+        index = np.arange(len(times))  # replay keeps each timestamp with its own lengths
+        arrival = (f"replay window_min={window_min} speedup={speedup}"
+                   f"{f' duration_s={duration_s}' if duration_s is not None else ''}")
+    else:
+        assert rate is not None
+        count = num_requests
+        if count is None and duration_s is None:
+            count = len(table) if table is not None else SYNTHETIC_DEFAULT_REQUESTS
+        times = poisson_arrivals(np.random.default_rng(arr_seq), rate, count=count,
+                                 duration_s=duration_s)
+        arrival = f"poisson rate={rate} seed={seed}"
+        index = np.arange(len(times))
+        if table is not None and len(times) > len(table):
+            index = len_rng.integers(0, len(table), size=len(times))
+            notes.append(f"{len(times)} requests sampled with replacement from {len(table)} "
+                         f"rows (seed {seed})")
+    if len(times) == 0:
+        raise UserError(f"workload {wl_name!r}: no request arrives within --duration "
+                        f"{duration_s} s; expected a longer duration or a higher rate")
+
+    if table is None:
+        assert entry.prompt_range is not None and entry.output_range is not None
+        prompt = len_rng.integers(entry.prompt_range[0], entry.prompt_range[1] + 1, len(times))
+        output = len_rng.integers(entry.output_range[0], entry.output_range[1] + 1, len(times))
+    else:
+        prompt, output = table.prompt_tokens[index], table.output_tokens[index]
+        if entry.swap:
+            prompt, output = output, prompt
+    truncated = 0
+    if max_context is not None:
+        prompt, output, truncated = cap_context(prompt, output, max_context)
+        if truncated:
+            notes.append(f"{truncated} requests capped at max_context={max_context} "
+                         "(prompt and output scaled down proportionally)")
+    requests = tuple(RequestSpec(i, float(t), int(p), int(o))
+                     for i, (t, p, o) in enumerate(zip(times, prompt, output, strict=True)))
+    return Workload(name=wl_name, requests=requests, source=source, truncated=truncated,
+                    notes=tuple(notes), arrival=arrival)
