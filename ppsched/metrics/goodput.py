@@ -34,8 +34,8 @@ def goodput_search(evaluate: Callable[[float], bool], *, lo: float, hi: float,
         raise UserError(f"goodput search range lo={lo!r}, hi={hi!r}: expected 0 < lo < hi")
     if not (0 < rel_tol < 1):
         raise UserError(f"goodput rel_tol={rel_tol!r}: expected a number in (0, 1)")
-    if max_steps < 2:
-        raise UserError(f"goodput max_steps={max_steps!r}: expected >= 2")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise UserError(f"goodput max_steps={max_steps!r}: expected a whole number >= 1")
     tried: list[tuple[float, bool]] = []
 
     def check(rate: float) -> bool:
