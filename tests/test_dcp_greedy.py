@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import pytest
+from test_dcp_support import make_snap
+
+from ppsched.core.slo import Slo
+from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
+
+SLO = Slo(2000.0, 200.0)
+
+
+def controller(initial: int = 512, pp: int = 4) -> GreedyChunk:
+    return GreedyChunk(SLO, pp, GreedyConfig(initial_tokens=initial))
+
+
+def test_light_load_shrinks_to_minimum():
+    g = controller(512)
+    chunks = [g.decide(make_snap(iteration=4 * k, ttft=[80.0] * 10, tpot=[60.0] * 10)).chunk_tokens
+              for k in range(5)]
+    assert chunks == [384, 256, 128, 128, 128]
+    assert g.decide(make_snap(iteration=20, ttft=[80.0], tpot=[60.0])).reason == \
+        "shrink:ttft-slack"
+
+
+def test_queue_building_with_tpot_slack_grows():
+    g = controller(128)
+    d = [g.decide(make_snap(iteration=4 * k, ttft=[900.0] * 10, tpot=[100.0] * 10))
+         for k in range(4)]
+    assert [x.chunk_tokens for x in d] == [256, 384, 512, 640]
+    assert all(x.reason == "grow:ttft-tight" for x in d)
+    inputs = dict(d[0].inputs)
+    assert inputs["ttft_p_ms"] == pytest.approx(900.0)
+    assert inputs["tpot_p_ms"] == pytest.approx(100.0)
+
+
+def test_tpot_violation_shrinks_even_when_ttft_is_tight():
+    g = controller(1024)
+    d = g.decide(make_snap(ttft=[1500.0] * 10, tpot=[230.0] * 10))  # 230 > 1.08 * 200
+    assert (d.chunk_tokens, d.reason) == (896, "shrink:tpot-violated")
+
+
+def test_uses_p90_not_mean():
+    g = controller(1024)
+    # mean TPOT 110 (comfortable) but the P90 tail is at 300: greedy must shrink
+    tpot = [80.0] * 9 + [300.0] * 1 + [300.0]
+    d = g.decide(make_snap(ttft=[1500.0] * 10, tpot=tpot))
+    assert d.reason == "shrink:tpot-violated"
+
+
+def test_between_thresholds_keeps():
+    g = controller(640)
+    d = g.decide(make_snap(ttft=[400.0] * 10, tpot=[190.0] * 10))  # TTFT 0.2 SLO, TPOT 0.95
+    assert (d.chunk_tokens, d.reason) == (640, "keep")
+
+
+def test_kv_pressure_goes_to_smallest_candidate_above_running():
+    g = controller(1536)
+    d = g.decide(make_snap(kv_free=5_000, kv_total=100_000, decodes=(200, 150, 0, 90),
+                           ttft=[1500.0], tpot=[50.0]))
+    assert (d.chunk_tokens, d.reason) == (256, "kv-watermark")
+
+
+def test_safety_floor_keeps_chunk_above_microbatch_decodes():
+    g = controller(256)
+    d = g.decide(make_snap(decodes=(300, 10, 10, 10), ttft=[80.0], tpot=[60.0]))
+    assert d.chunk_tokens == 384 and d.reason.endswith("+safety-floor")
+    assert d.chunk_tokens > 300
+
+
+def test_cadence_once_per_pipeline_depth():
+    g = controller(128, pp=4)
+    first = g.decide(make_snap(iteration=0, ttft=[900.0], tpot=[100.0]))
+    held = [g.decide(make_snap(iteration=i, ttft=[900.0], tpot=[100.0])) for i in (1, 2, 3)]
+    assert all(h is first for h in held)
+    nxt = g.decide(make_snap(iteration=4, ttft=[900.0], tpot=[100.0]))
+    assert (first.chunk_tokens, nxt.chunk_tokens) == (256, 384)
+
+
+def test_safety_floor_rechecked_between_decisions():
+    g = controller(128, pp=4)
+    g.decide(make_snap(iteration=0, ttft=[80.0], tpot=[60.0]))
+    d = g.decide(make_snap(iteration=1, decodes=(0, 200, 0, 0)))
+    assert (d.chunk_tokens, d.reason) == (256, "hold+safety-floor")
+
+
+def test_engine_cap_limits_growth():
+    g = controller(768)
+    chunks = [g.decide(make_snap(iteration=4 * k, ttft=[900.0], tpot=[100.0], max_chunk=1000))
+              .chunk_tokens for k in range(3)]
+    assert chunks == [896, 896, 896]
+
+
+def test_no_samples_keeps_initial():
+    d = controller(512).decide(make_snap())
+    assert (d.chunk_tokens, d.reason) == (512, "keep")
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        GreedyConfig(q=0.0)
+    with pytest.raises(ValueError):
+        GreedyConfig(grow_ttft=0.05)

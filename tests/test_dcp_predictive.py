@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_dcp_support import LinearFake, make_snap, waiting
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.slo import Slo
+from ppsched.core.snapshots import StageMeasurement
+from ppsched.dcp.predictive import (
+    PAPER_CONFIG,
+    PredictiveChunk,
+    PredictiveConfig,
+    backlog_demand,
+)
+from ppsched.dcp.signals import candidate_grid
+
+SLO = Slo(2000.0, 200.0)
+# LinearFake: stage = 10 + 0.02 * batched + 1e-4 * decode_ctx. TPOT cap 1.05*200/4 = 52.5 ms/stage.
+
+
+def ours(pp: int = 4) -> PredictiveChunk:
+    return PredictiveChunk(SLO, pp, LinearFake())
+
+
+def paper(pp: int = 4) -> PredictiveChunk:
+    return PredictiveChunk(SLO, pp, LinearFake(), PAPER_CONFIG, name="predictive-paper")
+
+
+def late_queue(tokens_each: int, n: int = 2, waited_s: float = 1.0, now: float = 100.0):
+    return [waiting(i, now - waited_s, tokens_each) for i in range(n)]
+
+
+def test_light_load_smallest_chunk():
+    for ctl in (ours(), paper()):
+        d = ctl.decide(make_snap(queue=[waiting(0, 99.9, 500)]))  # waited 0.1 s < 0.5 s
+        assert (d.chunk_tokens, d.reason) == (128, "feasible:smallest")
+        assert dict(d.inputs)["demand_tok_s"] == 0.0
+        assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 128)
+
+
+def test_backlog_grows_chunk_to_smallest_feasible():
+    # demand = 20000 tok/s; pipelined supply c / stage(c) >= 20 tok/ms  <=>  c >= 333.3 -> 384
+    d = ours().decide(make_snap(queue=late_queue(10_000)))
+    assert (d.chunk_tokens, d.reason) == (384, "feasible:smallest")
+    inputs = dict(d.inputs)
+    assert inputs["demand_tok_s"] == pytest.approx(20_000)
+    assert inputs["supply_tok_s"] >= inputs["demand_tok_s"]
+
+
+def test_paper_supply_model_is_pp_times_more_conservative():
+    # demand 6000: pipelined needs c >= 68 -> 128; paper c/(4 stage) needs c >= 461.5 -> 512
+    q = late_queue(3000)
+    assert ours().decide(make_snap(queue=q)).chunk_tokens == 128
+    assert paper().decide(make_snap(queue=q)).chunk_tokens == 512
+
+
+def test_overloaded_takes_largest_meeting_tpot():
+    # 150 decodes x 1000 ctx per slot: stage = 28 + 0.02 c <= 52.5  <=>  c <= 1225 -> 1152
+    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(150,) * 4))
+    assert (d.chunk_tokens, d.reason) == (1152, "overloaded:largest-meeting-tpot")
+    assert d.predicted_stage_ms * 4 <= 1.05 * 200
+
+
+def test_tpot_violated_everywhere_takes_minimum_then_safety_floor():
+    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(150,) * 4,
+                                ctx_per_decode=3000))
+    assert (d.chunk_tokens, d.reason) == (256, "tpot-infeasible:min+safety-floor")
+
+
+def test_kv_pressure_guard():
+    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(40, 0, 0, 0),
+                                kv_free=2_000))
+    assert (d.chunk_tokens, d.reason) == (128, "kv-watermark")
+
+
+def test_fullest_slot_vs_asking_slot():
+    # slot 0 asks with no decodes; slot 2 holds 150 decodes. Ours bounds TPOT by slot 2.
+    snap = make_snap(slot=0, queue=late_queue(100_000), decodes=(0, 0, 150, 0))
+    assert ours().decide(snap).chunk_tokens == 1152
+    assert paper().decide(snap).chunk_tokens == 2048
+
+
+def test_prefix_of_chunked_request_enters_the_shape():
+    fake = LinearFake()
+    ctl = PredictiveChunk(SLO, 4, fake)
+    seen: list[BatchShape] = []
+    fake.predict_many = lambda shapes: (seen.extend(shapes), [20.0] * len(shapes))[1]
+    ctl.decide(make_snap(chunked=waiting(7, 99.0, 5000, remaining=1000)))
+    assert {s.prefill[0][0] for s in seen} == {4000}
+
+
+def test_late_request_means_overloaded():
+    d = ours().decide(make_snap(queue=[waiting(0, 97.0, 100)]))  # waited 3 s > 2 s SLO
+    assert math.isinf(dict(d.inputs)["demand_tok_s"])
+    assert d.reason == "overloaded:largest-meeting-tpot" and d.chunk_tokens == 2048
+
+
+def test_cadence_two_pipeline_depths():
+    ctl = ours(pp=2)
+    first = ctl.decide(make_snap(iteration=0))
+    assert all(ctl.decide(make_snap(iteration=i, queue=late_queue(10_000))) is first
+               for i in (1, 2, 3))
+    assert ctl.decide(make_snap(iteration=4, queue=late_queue(10_000))).chunk_tokens == 384
+
+
+def test_arrival_rate_enters_demand():
+    ctl = ours()
+    ctl.decide(make_snap(iteration=0, now_s=10.0, arrived_tokens=0))
+    d = ctl.decide(make_snap(iteration=8, now_s=12.0, arrived_tokens=60_000))
+    inputs = dict(d.inputs)
+    assert inputs["arrival_tok_s"] == pytest.approx(30_000)
+    # 30 tok/ms: c >= 30 (10 + 0.02 c) -> c >= 750 -> 768
+    assert d.chunk_tokens == 768
+
+
+def test_observe_feeds_every_measurement_to_alp():
+    fake = LinearFake()
+    ctl = PredictiveChunk(SLO, 4, fake)
+    shape = BatchShape(((0, 256),), 3, 900)
+    for stage in range(4):
+        ctl.observe(StageMeasurement(1.0, 0, stage, shape, 31.0))
+    ctl.observe(StageMeasurement(1.0, 0, 0, BatchShape(), 0.5))  # empty: nothing to learn
+    assert fake.updates == [(shape, 31.0)] * 4
+
+
+def test_backlog_demand_readings():
+    now = 100.0
+    q = [waiting(0, 99.0, 1000), waiting(1, 99.5, 1000), waiting(2, 99.8, 1000)]
+    snap = make_snap(now_s=now, queue=q)
+    # paper: 1000/1.0 + 1000/1.5 (the third waited 0.2 s < 0.5 s: excluded)
+    assert backlog_demand(snap, SLO, 0.25, fcfs=False) == pytest.approx(1000 + 1000 / 1.5)
+    # fcfs: max(1000/1.0, 2000/1.5)
+    assert backlog_demand(snap, SLO, 0.25, fcfs=True) == pytest.approx(2000 / 1.5)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        PredictiveConfig(supply="magic")
+    with pytest.raises(ValueError):
+        PredictiveConfig(cadence=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 8000), max_size=6), st.lists(st.integers(0, 400), min_size=4,
+       max_size=4), st.integers(100, 4000), st.floats(0.0, 3.0), st.integers(64, 4096),
+       st.booleans())
+def test_decision_invariants(tokens, decodes, ctx, waited, cap, use_paper):
+    ctl = paper() if use_paper else ours()
+    q = [waiting(i, 100.0 - waited, t) for i, t in enumerate(tokens)]
+    d = ctl.decide(make_snap(queue=q, decodes=tuple(decodes), ctx_per_decode=ctx,
+                             max_chunk=cap))
+    top = candidate_grid(cap)[-1]
+    assert 0 < d.chunk_tokens <= top <= cap
+    if d.chunk_tokens < top:  # the guard holds unless no candidate is large enough
+        assert d.chunk_tokens > max(decodes)
+    if d.reason in ("feasible:smallest", "overloaded:largest-meeting-tpot"):
+        assert d.predicted_stage_ms * 4 <= 1.05 * 200 + 1e-9
