@@ -1,0 +1,129 @@
+"""Delay scheduling (DS): trim a slot's decode batch to an efficient size; bounded starvation.
+
+Rules (PAPER.md, DS section; constants are the artifact's):
+- skip when work waits and KV has headroom (queued prompt tokens > 1024 and KV free > 10%):
+  prefill will run anyway, so holding decodes only delays them;
+- aim every slot at the efficient size of the pipeline-wide mean (decode requests per busy slot):
+  a mean just above a boundary b (within the band) means the pipeline holds just over b·pp_size
+  requests — the paper's "thresholds at multiples of 128·pp_size" — so every slot trims to b;
+  otherwise the slot's target is the boundary that ends the mean's step (same cost as the mean);
+- a slot at or below that target still trims a small excess over its own nearest boundary;
+- victims: measured TPOT (P90 of recent) >= 0.9·SLO → hold the oldest (their per-request mean TPOT
+  moves least), else the newest (old ones finish and free KV).
+Starvation bound (ours): a request already held ``max_consecutive_holds`` turns in a row, or whose
+TPOT so far exceeds the SLO, is never held. ``select`` is a pure function of the snapshot, so every
+PP rank computes the same partition.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ppsched.core.policy import TrimDecision
+from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
+from ppsched.delay_sched.ladder import BoundaryLadder
+
+
+@dataclass(frozen=True, slots=True)
+class DsConfig:
+    tpot_slo_ms: float
+    max_consecutive_holds: int = 1
+    tight_tpot_fraction: float = 0.9  # artifact: TPOT-first victim order at >= 0.9·SLO
+    skip_queued_tokens: int = 1024  # artifact: skip DS when waiting tokens exceed this ...
+    skip_kv_free_fraction: float = 0.10  # ... and KV free exceeds this
+    tpot_percentile: float = 90.0  # goodput judges P90 TPOT, so slack is read at P90
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.tpot_slo_ms) and self.tpot_slo_ms > 0):
+            raise ValueError(f"tpot_slo_ms={self.tpot_slo_ms}: expected a finite number > 0")
+        if self.max_consecutive_holds < 0:
+            raise ValueError(f"max_consecutive_holds={self.max_consecutive_holds}: expected >= 0")
+        if not (0.0 < self.tight_tpot_fraction):
+            raise ValueError(f"tight_tpot_fraction={self.tight_tpot_fraction}: expected > 0")
+        if self.skip_queued_tokens < 0 or not (0.0 <= self.skip_kv_free_fraction <= 1.0):
+            raise ValueError(f"skip_queued_tokens={self.skip_queued_tokens}, skip_kv_free_fraction="
+                             f"{self.skip_kv_free_fraction}: expected >= 0 and in [0, 1]")
+        if not (0.0 <= self.tpot_percentile <= 100.0):
+            raise ValueError(f"tpot_percentile={self.tpot_percentile}: expected in [0, 100]")
+
+
+def _percentile(values: tuple[float, ...], q: float) -> float:
+    """Nearest-rank percentile; NaN for no values (the window is short, sorting it is cheap)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _arrival_key(req: DecodingRequest) -> tuple[float, int]:
+    return (req.arrival_s, req.req_id)
+
+
+def _all_ids(snap: DecodeSnapshot) -> tuple[int, ...]:
+    return tuple(r.req_id for r in heapq.merge(snap.running, snap.held, key=_arrival_key))
+
+
+class DelayTrimmer:
+    """The DS ``DecodeTrimmer``: ``select(snap)`` partitions the slot's running ∪ held."""
+
+    def __init__(self, ladder: BoundaryLadder, config: DsConfig) -> None:
+        self.ladder = ladder
+        self.config = config
+        self.name = f"ds(K={config.max_consecutive_holds})"
+
+    def holdable(self, req: DecodingRequest) -> bool:
+        """The starvation bound: under K consecutive holds and TPOT so far within the SLO."""
+        return (req.held_streak < self.config.max_consecutive_holds
+                and req.tpot_so_far_ms() <= self.config.tpot_slo_ms)
+
+    def target_size(self, snap: DecodeSnapshot) -> tuple[int, str, float]:
+        """(target run size, rule, pipeline mean) for this slot before the starvation bound."""
+        n = len(snap.running) + len(snap.held)
+        # Empty slots are left out: they gain nothing from a shorter period of the busy ones.
+        busy = [size for size in snap.slot_sizes if size > 0]
+        mean = sum(busy) / len(busy) if busy else float(n)
+        toward_mean = self.ladder.efficient_size(mean)
+        if n > toward_mean:
+            own = self.ladder.just_above(n)
+            return toward_mean, ("boundary" if own == toward_mean else "balance"), mean
+        own = self.ladder.just_above(n)
+        return (own, "boundary", mean) if own is not None else (n, "no-trim", mean)
+
+    def select(self, snap: DecodeSnapshot) -> TrimDecision:
+        cfg = self.config
+        n = len(snap.running) + len(snap.held)
+        base = (("slot_reqs", float(n)), ("held_before", float(len(snap.held))),
+                ("kv_free_fraction", snap.kv_free_fraction),
+                ("queued_prompt_tokens", float(snap.queued_prompt_tokens)))
+        if n <= 1:
+            return TrimDecision(_all_ids(snap), (), "no-trim", base)
+        if (snap.queued_prompt_tokens > cfg.skip_queued_tokens
+                and snap.kv_free_fraction > cfg.skip_kv_free_fraction):
+            return TrimDecision(_all_ids(snap), (), "skip-kv-headroom", base)
+        target, rule, mean = self.target_size(snap)
+        inputs = base + (("slot_mean", mean), ("target", float(target)))
+        if target >= n:
+            return TrimDecision(_all_ids(snap), (), rule if rule == "no-trim" else "at-target",
+                                inputs)
+        tpot = _percentile(snap.recent_tpot_ms, cfg.tpot_percentile)
+        tight = tpot >= cfg.tight_tpot_fraction * cfg.tpot_slo_ms  # NaN (no data) → loose
+        want = min(n - target, n - 1)  # never hold a whole slot
+        members = list(heapq.merge(snap.running, snap.held, key=_arrival_key))
+        order: Iterable[DecodingRequest] = members if tight else reversed(members)
+        hold: set[int] = set()
+        for req in order:
+            if len(hold) >= want:
+                break
+            if self.holdable(req):
+                hold.add(req.req_id)
+        inputs += (("recent_tpot_ms", tpot), ("tight", float(tight)),
+                   ("want_hold", float(want)), ("held", float(len(hold))))
+        run_ids = tuple(r.req_id for r in members if r.req_id not in hold)
+        hold_ids = tuple(r.req_id for r in members if r.req_id in hold)
+        victims = "hold-oldest" if tight else "hold-newest"
+        reason = f"{rule}:{victims}" if hold else f"{rule}:bound-blocked"
+        return TrimDecision(run_ids, hold_ids, reason, inputs)

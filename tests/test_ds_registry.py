@@ -1,0 +1,59 @@
+"""``build_decode_trimmer``: on/off, K, and where the boundaries come from."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from ppsched.core.errors import UserError
+from ppsched.core.models import BUILTIN_MODELS
+from ppsched.core.policy_context import PolicyContext
+from ppsched.core.slo import Slo
+from ppsched.delay_sched.registry import build_decode_trimmer
+from ppsched.delay_sched.trimmer import DelayTrimmer
+
+
+def _ctx(boundaries=None, slo: Slo | None = None) -> PolicyContext:
+    return PolicyContext(pp_size=4, slo=slo or Slo(), model=BUILTIN_MODELS["qwen2.5-32b"],
+                         boundaries=boundaries)
+
+
+def test_off_is_none() -> None:
+    assert build_decode_trimmer("off", _ctx((128, 256))) is None
+
+
+def test_on_uses_context_boundaries_slo_and_k() -> None:
+    t = build_decode_trimmer("on", _ctx((256, 96, 128), Slo(2000, 150)), max_consecutive_holds=3)
+    assert isinstance(t, DelayTrimmer)
+    assert t.ladder.boundaries == (96, 128, 256)
+    assert t.config.max_consecutive_holds == 3 and t.config.tpot_slo_ms == 150
+
+
+@pytest.mark.parametrize("mode", ["yes", "ON", ""])
+def test_bad_mode_is_a_user_error(mode) -> None:
+    with pytest.raises(UserError, match="--ds"):
+        build_decode_trimmer(mode, _ctx((128,)))
+
+
+@pytest.mark.parametrize("k", [-1, 1.5, True])
+def test_bad_k_is_a_user_error(k) -> None:
+    with pytest.raises(UserError, match="--ds-max-consecutive"):
+        build_decode_trimmer("on", _ctx((128,)), max_consecutive_holds=k)
+
+
+def test_empty_context_boundaries_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="no efficient batch boundaries"):
+        build_decode_trimmer("on", _ctx(()))
+
+
+def test_without_context_boundaries_the_profile_supplies_them() -> None:
+    if importlib.util.find_spec("ppsched.predictor.profile") is None:
+        with pytest.raises(UserError, match="ppsched.predictor.profile"):
+            build_decode_trimmer("on", _ctx())
+        return
+    from ppsched.predictor.profile import default_profile
+
+    ctx = _ctx()
+    expected = tuple(sorted(set(default_profile(ctx.model, pp_size=4, tp=1).boundaries)))
+    assert build_decode_trimmer("on", ctx).ladder.boundaries == expected
