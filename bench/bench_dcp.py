@@ -1,0 +1,97 @@
+"""Per-decision cost of the chunk controllers in CPython (issue 5: <= 50 us per decision).
+
+Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
+Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
+on average per iteration), and 'full decision' where every call is a decision iteration (the
+worst single call). Snapshots are realistic in size: a 32-request queue view, 4 slots of ~100
+decodes, 64 TTFT/TPOT samples. Predictive uses ALP when ppsched.predictor provides it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ppsched.core.models import BUILTIN_MODELS  # noqa: E402
+from ppsched.core.policy_context import PolicyContext  # noqa: E402
+from ppsched.core.slo import Slo  # noqa: E402
+from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad  # noqa: E402
+from ppsched.dcp.registry import build_chunk_controller, default_predictor  # noqa: E402
+
+
+def snapshots(n: int, rng: random.Random) -> list[ChunkSnapshot]:
+    out = []
+    for i in range(n):
+        now = 100.0 + 0.03 * i
+        queue = tuple(QueuedRequest(j, now - rng.uniform(0, 2.5), p, p)
+                      for j, p in enumerate(rng.randint(100, 4000) for _ in range(32)))
+        queue = tuple(sorted(queue, key=lambda q: q.arrival_s))
+        chunked = QueuedRequest(999, now - 3, 6000, rng.randint(100, 5000))
+        slots = tuple(SlotLoad(s, d, d * rng.randint(500, 2000))
+                      for s, d in enumerate(rng.randint(50, 150) for _ in range(4)))
+        out.append(ChunkSnapshot(
+            now_s=now, iteration=i, slot=i % 4, pp_size=4, queue=queue, queued_requests=200,
+            queued_prompt_tokens=400_000, chunked=chunked, slots=slots, kv_free_tokens=40_000,
+            kv_total_tokens=200_000,
+            recent_ttft_ms=tuple(rng.uniform(100, 3000) for _ in range(64)),
+            recent_tpot_ms=tuple(rng.uniform(50, 250) for _ in range(64)),
+            recent_stage_ms=tuple(rng.uniform(20, 60) for _ in range(16)),
+            arrived_requests_total=1000 + i, arrived_prompt_tokens_total=1_000_000 + 1000 * i,
+            max_chunk_tokens=2048))
+    return out
+
+
+def bench(spec: str, ctx: PolicyContext, snaps: list[ChunkSnapshot], full: bool, **kw) -> float:
+    ctl = build_chunk_controller(spec, ctx, **kw)
+    if full:  # every call lands on a decision iteration
+        snaps = [ChunkSnapshot(**{**{f: getattr(s, f) for f in s.__slots__},
+                                  "iteration": 1000 * k}) for k, s in enumerate(snaps)]
+    t0 = time.perf_counter()
+    for s in snaps:
+        ctl.decide(s)
+    return 1e6 * (time.perf_counter() - t0) / len(snaps)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=20_000)
+    args = ap.parse_args()
+    ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"])
+    snaps = snapshots(args.calls, random.Random(0))
+    try:
+        predictor_factory = lambda: default_predictor(ctx)  # noqa: E731
+        predictor_factory()
+        pred_label = "ALP (ppsched.predictor)"
+    except Exception as exc:  # noqa: BLE001 - report and fall back to a linear stand-in
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from test_dcp_support import LinearFake
+        predictor_factory = LinearFake
+        pred_label = f"linear stand-in (ALP unavailable: {exc})"
+
+    def timer(n: int) -> float:
+        return 1e-6 * n * n + 0.03 * n + 4.0
+
+    print(f"python {sys.version.split()[0]}; {args.calls} calls; predictor: {pred_label}")
+    print(f"{'controller':<18} {'us/call':>9} {'us/full decision':>17}")
+    for spec in ("static:512", "greedy", "predictive", "predictive-paper", "sglang-dynamic"):
+        kw = {}
+        if spec.startswith("predictive"):
+            kw["predictor"] = None
+        if spec == "sglang-dynamic":
+            kw["prefill_timer"] = timer
+        row = []
+        for full in (False, True):
+            if spec.startswith("predictive"):
+                kw["predictor"] = predictor_factory()
+            row.append(bench(spec, ctx, snaps, full, **kw))
+        print(f"{spec:<18} {row[0]:>9.2f} {row[1]:>17.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
