@@ -63,8 +63,15 @@ def _arrival_key(req: DecodingRequest) -> tuple[float, int]:
     return (req.arrival_s, req.req_id)
 
 
+def _members(snap: DecodeSnapshot) -> list[DecodingRequest]:
+    """Running ∪ held in arrival order: both come sorted, so merge them (no sort)."""
+    if not snap.held:
+        return list(snap.running)
+    return list(heapq.merge(snap.running, snap.held, key=_arrival_key))
+
+
 def _all_ids(snap: DecodeSnapshot) -> tuple[int, ...]:
-    return tuple(r.req_id for r in heapq.merge(snap.running, snap.held, key=_arrival_key))
+    return tuple(r.req_id for r in _members(snap))
 
 
 class DelayTrimmer:
@@ -112,7 +119,7 @@ class DelayTrimmer:
         tpot = _percentile(snap.recent_tpot_ms, cfg.tpot_percentile)
         tight = tpot >= cfg.tight_tpot_fraction * cfg.tpot_slo_ms  # NaN (no data) → loose
         want = min(n - target, n - 1)  # never hold a whole slot
-        members = list(heapq.merge(snap.running, snap.held, key=_arrival_key))
+        members = _members(snap)
         order: Iterable[DecodingRequest] = members if tight else reversed(members)
         hold: set[int] = set()
         for req in order:
