@@ -1,0 +1,137 @@
+"""On-disk cache of simulator runs keyed by (run config, workload spec, code fingerprint).
+
+Each entry is a folder ``<root>/<key>/`` with ``requests.csv.gz`` (per-request records),
+``summary.json``, ``meta.json`` (what the key was made of) and, when asked for,
+``iterations.csv.gz``. Entries are written to a temporary folder and renamed, so parallel workers
+never see half an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ppsched.core.requests import RequestRecord
+
+CACHE_FORMAT = 1
+# Source folders whose code decides a run's result: editing any file there invalidates entries.
+_FINGERPRINT_PACKAGES = ("sim", "dcp", "predictor", "delay_sched", "traces", "metrics", "core")
+_RECORD_FIELDS = ("req_id", "arrival_s", "prompt_tokens", "output_tokens", "first_token_s",
+                  "finish_s", "rejected", "reject_reason", "slot", "retractions")
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Hash of the simulator/policy/trace sources, so results from older code are not reused."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in _FINGERPRINT_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None
+            ) -> str:
+    payload = {"format": CACHE_FORMAT, "config": config, "workload": workload,
+               "code": code_fingerprint() if fingerprint is None else fingerprint}
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRun:
+    key: str
+    records: tuple[RequestRecord, ...]
+    summary: dict[str, Any]
+    path: Path
+
+    def iterations(self) -> pd.DataFrame | None:
+        path = self.path / "iterations.csv.gz"
+        return pd.read_csv(path) if path.is_file() else None
+
+
+class RunCache:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def entry(self, key: str) -> Path:
+        return self.root / key
+
+    def has(self, key: str, *, need_iterations: bool = False) -> bool:
+        path = self.entry(key)
+        if not (path / "summary.json").is_file():
+            return False
+        return not need_iterations or (path / "iterations.csv.gz").is_file()
+
+    def get(self, key: str, *, need_iterations: bool = False) -> CachedRun | None:
+        if not self.has(key, need_iterations=need_iterations):
+            return None
+        path = self.entry(key)
+        try:
+            summary = json.loads((path / "summary.json").read_text())
+            records = records_from_frame(pd.read_csv(path / "requests.csv.gz",
+                                                     keep_default_na=False, na_values=[""]))
+        except (OSError, ValueError, KeyError):
+            return None  # a damaged entry is recomputed, never trusted
+        return CachedRun(key, records, summary, path)
+
+    def put(self, key: str, records: list[RequestRecord] | tuple[RequestRecord, ...],
+            summary: dict[str, Any], meta: dict[str, Any],
+            iterations: pd.DataFrame | None = None) -> CachedRun:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.root))
+        records_to_frame(records).to_csv(tmp / "requests.csv.gz", index=False)
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=1, default=_json_default))
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+        if iterations is not None:
+            iterations.to_csv(tmp / "iterations.csv.gz", index=False)
+        final = self.entry(key)
+        if final.exists():
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another worker won the race with an identical entry
+            shutil.rmtree(tmp, ignore_errors=True)
+        return CachedRun(key, tuple(records), summary, final)
+
+
+def records_to_frame(records: list[RequestRecord] | tuple[RequestRecord, ...]) -> pd.DataFrame:
+    return pd.DataFrame({name: [getattr(r, name) for r in records] for name in _RECORD_FIELDS})
+
+
+def records_from_frame(frame: pd.DataFrame) -> tuple[RequestRecord, ...]:
+    cols = {name: frame[name].tolist() for name in _RECORD_FIELDS}
+    out = []
+    for i in range(len(frame)):
+        reason = cols["reject_reason"][i]
+        out.append(RequestRecord(
+            req_id=int(cols["req_id"][i]), arrival_s=float(cols["arrival_s"][i]),
+            prompt_tokens=int(cols["prompt_tokens"][i]),
+            output_tokens=int(cols["output_tokens"][i]),
+            first_token_s=float(cols["first_token_s"][i]), finish_s=float(cols["finish_s"][i]),
+            rejected=bool(cols["rejected"][i]),
+            reject_reason="" if not isinstance(reason, str) else reason,
+            slot=int(cols["slot"][i]), retractions=int(cols["retractions"][i])))
+    return tuple(out)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return str(value)

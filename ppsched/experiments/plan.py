@@ -1,0 +1,32 @@
+"""What every experiment fixes (model, hardware, seed, base SLO) and the run config per policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppsched.core.slo import Slo
+from ppsched.experiments.policies import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    model: str = "qwen2.5-32b"
+    hardware: str = "a100-40g-pcie"
+    seed: int = 0
+    base_slo: Slo = field(default_factory=Slo)
+    ds_max_consecutive: int | None = None  # None: the run config's default
+
+
+def make_config(policy: Policy, setup: Setup, slo: Slo | None = None) -> Any:
+    """The RunConfig for ``policy``. Policies that do not read the SLO always get the base SLO,
+    so their run (and cache entry) is shared by every SLO scale."""
+    from ppsched.experiments.run_config import RunConfig
+
+    chosen = slo if (slo is not None and policy.reads_slo) else setup.base_slo
+    kwargs: dict[str, Any] = {"model": setup.model, "hardware": setup.hardware,
+                              "parallel": policy.parallel, "chunk": policy.chunk,
+                              "ds": policy.ds, "slo": chosen, "seed": setup.seed}
+    if setup.ds_max_consecutive is not None:
+        kwargs["ds_max_consecutive"] = setup.ds_max_consecutive
+    return RunConfig(**kwargs)

@@ -1,0 +1,135 @@
+"""Run simulator jobs in parallel with a cache; identical jobs in flight are computed once.
+
+``Runner.submit`` returns a Future of ``RunOutcome``. Callers may block on futures from many
+threads (the goodput searches do), while the simulations themselves run in worker processes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ppsched.core.requests import RequestRecord
+from ppsched.experiments.cache import RunCache, run_key
+from ppsched.experiments.progress import Progress
+from ppsched.experiments.workload_spec import WorkloadSpec, load
+
+DEFAULT_SIMULATE = "ppsched.sim:simulate"
+
+
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """One simulator run: a RunConfig (anything with ``to_dict()``) on one workload."""
+
+    config: Any
+    workload: WorkloadSpec
+    keep_iterations: bool = False
+
+    @property
+    def key(self) -> str:
+        return run_key(self.config.to_dict(), self.workload.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    key: str
+    task: RunTask
+    records: tuple[RequestRecord, ...]
+    summary: dict[str, Any]
+    cached: bool
+    path: str
+
+    def iterations(self) -> pd.DataFrame | None:
+        path = Path(self.path) / "iterations.csv.gz"
+        return pd.read_csv(path) if path.is_file() else None
+
+
+def resolve(ref: str) -> Callable[..., Any]:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def execute(task: RunTask, cache_root: str,
+            simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE) -> RunOutcome:
+    """Worker body: simulate, store in the cache, return the outcome (top-level: picklable).
+
+    ``simulate_ref`` is "module:function" or a top-level function (tests pass a fake engine)."""
+    simulate = resolve(simulate_ref) if isinstance(simulate_ref, str) else simulate_ref
+    key = task.key
+    result = simulate(task.config, load(task.workload))
+    meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
+    iterations = result.iterations if task.keep_iterations else None
+    entry = RunCache(cache_root).put(key, result.records, result.summary, meta, iterations)
+    return RunOutcome(key, task, tuple(result.records), result.summary, False, str(entry.path))
+
+
+class _InlineExecutor(Executor):
+    """jobs=1: run in the calling thread (no pickling, easy to debug)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            future.set_exception(exc)
+        return future
+
+
+class Runner:
+    def __init__(self, cache_root: str | os.PathLike[str], *, jobs: int | None = None,
+                 simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE,
+                 progress: Progress | None = None) -> None:
+        self.cache = RunCache(cache_root)
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.simulate_ref = simulate_ref
+        self.progress = progress or Progress("runs", enabled=False)
+        self._executor: Executor = (_InlineExecutor() if self.jobs == 1
+                                    else ProcessPoolExecutor(max_workers=self.jobs))
+        self._futures: dict[str, tuple[Future, bool]] = {}  # key -> (future, has iterations)
+        self._lock = threading.Lock()
+        self.computed = 0
+        self.reused = 0
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.progress.close()
+
+    def submit(self, task: RunTask) -> Future:
+        key = task.key
+        with self._lock:
+            known = self._futures.get(key)
+            if known is not None and (known[1] or not task.keep_iterations):
+                return known[0]
+            self.progress.add()
+            cached = self.cache.get(key, need_iterations=task.keep_iterations)
+            if cached is not None:
+                future: Future = Future()
+                future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
+                                             str(cached.path)))
+                self.reused += 1
+                self.progress.finish_one(cached=True)
+            else:
+                future = self._executor.submit(execute, task, str(self.cache.root),
+                                               self.simulate_ref)
+                self.computed += 1
+                future.add_done_callback(lambda _f: self.progress.finish_one(cached=False))
+            self._futures[key] = (future, task.keep_iterations)
+            return future
+
+    def run_all(self, tasks: Iterable[RunTask]) -> list[RunOutcome]:
+        futures = [self.submit(t) for t in tasks]
+        return [f.result() for f in futures]

@@ -1,0 +1,84 @@
+import pandas as pd
+import pytest
+import test_experiments_fakes as fakes
+
+from ppsched.core.requests import RequestRecord
+from ppsched.experiments.cache import RunCache, records_from_frame, records_to_frame, run_key
+from ppsched.experiments.run_config import RunConfig
+from ppsched.experiments.runner import Runner, RunTask
+from ppsched.experiments.workload_spec import WorkloadSpec
+
+SPEC = WorkloadSpec("synthetic-decode", rate=2.0, num_requests=40, seed=3)
+
+
+def test_records_round_trip_keeps_nan_and_rejections():
+    recs = (RequestRecord(0, 0.5, 10, 3, 0.7, 1.2, slot=2, retractions=1),
+            RequestRecord(1, 0.9, 99999, 5, rejected=True, reject_reason="prompt > KV capacity"))
+    back = records_from_frame(records_to_frame(recs))
+    assert back[0] == recs[0]
+    assert back[1].rejected and back[1].reject_reason == "prompt > KV capacity"
+    assert pd.isna(back[1].first_token_s) and back[1].slot == -1
+
+
+def test_key_changes_with_config_workload_and_code():
+    a, b = RunConfig(chunk="static:512"), RunConfig(chunk="static:1024")
+    w = SPEC.to_dict()
+    assert run_key(a.to_dict(), w, "x") == run_key(RunConfig(chunk="static:512").to_dict(), w, "x")
+    assert run_key(a.to_dict(), w, "x") != run_key(b.to_dict(), w, "x")
+    assert run_key(a.to_dict(), w, "x") != run_key(a.to_dict(), SPEC.at_rate(3.0).to_dict(), "x")
+    assert run_key(a.to_dict(), w, "x") != run_key(a.to_dict(), w, "y")
+
+
+def test_rerun_hits_cache_and_config_change_invalidates(tmp_path):
+    fakes.CALLS.clear()
+    task = RunTask(RunConfig(chunk="static:512"), SPEC)
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        first = runner.submit(task).result()
+    assert not first.cached and fakes.CALLS == ["static:512"]
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        again = runner.submit(task).result()
+        changed = runner.submit(RunTask(RunConfig(chunk="static:512", seed=1), SPEC)).result()
+    assert again.cached and again.records == first.records
+    assert not changed.cached and len(fakes.CALLS) == 2
+    assert changed.key != first.key
+
+
+def test_iterations_requested_later_are_computed(tmp_path):
+    fakes.CALLS.clear()
+    cfg = RunConfig(chunk="static:256")
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        plain = runner.submit(RunTask(cfg, SPEC)).result()
+        assert plain.iterations() is None
+        full = runner.submit(RunTask(cfg, SPEC, keep_iterations=True)).result()
+    assert len(fakes.CALLS) == 2
+    frame = full.iterations()
+    assert list(frame["measured_ms"]) == [20.0, 30.0]
+
+
+def test_damaged_entry_is_recomputed(tmp_path):
+    fakes.CALLS.clear()
+    task = RunTask(RunConfig(chunk="static:512"), SPEC)
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        runner.submit(task).result()
+    (RunCache(tmp_path).entry(task.key) / "requests.csv.gz").write_bytes(b"not gzip")
+    assert RunCache(tmp_path).get(task.key) is None
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        assert not runner.submit(task).result().cached
+    assert len(fakes.CALLS) == 2
+
+
+def test_parallel_workers_fill_the_cache(tmp_path):
+    tasks = [RunTask(RunConfig(chunk=f"static:{c}"), SPEC) for c in (256, 512, 1024)]
+    with Runner(tmp_path, jobs=2, simulate_ref=fakes.fake_simulate) as runner:
+        outcomes = runner.run_all(tasks + tasks)  # duplicates computed once
+    assert runner.computed == 3
+    assert all(RunCache(tmp_path).has(t.key) for t in tasks)
+    assert outcomes[0].records == outcomes[3].records
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_workload_spec_rejects_bad_rate(bad):
+    from ppsched.core.errors import UserError
+
+    with pytest.raises(UserError, match="rate"):
+        WorkloadSpec("azure-conv", rate=bad)

@@ -1,0 +1,93 @@
+import math
+
+import pytest
+import test_experiments_fakes as fakes
+
+from ppsched.experiments.goodput import SearchSettings, goodput_table, pivot
+from ppsched.experiments.plan import Setup, make_config
+from ppsched.experiments.policies import ALL_POLICY_KEYS, get_policy
+from ppsched.experiments.runner import Runner
+from ppsched.experiments.workload_spec import WorkloadSpec, load
+
+SPEC = WorkloadSpec("azure-conv", rate=1.0, num_requests=60, seed=0)
+SCALES = (1.0, 0.6, 0.2)
+SETTINGS = SearchSettings(lo=0.25, hi=2.0, rel_tol=0.02, max_steps=14)
+
+
+def expected_goodput(policy_key: str, scale: float) -> float:
+    """Closed form for the fake: P90 TPOT = 50 ms x rate_measured / capacity <= 200 ms x scale."""
+    setup = Setup()
+    config = make_config(get_policy(policy_key), setup, setup.base_slo.scaled(scale))
+    per_nominal = fakes.measured_rate(load(SPEC.at_rate(1.0)))  # measured rate at nominal 1
+    return 4.0 * scale * fakes.capacity(config) / per_nominal
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    fakes.CALLS.clear()
+    with Runner(tmp_path_factory.mktemp("cache"), jobs=1,
+                simulate_ref=fakes.fake_simulate) as runner:
+        out = goodput_table(runner, Setup(), SPEC, ALL_POLICY_KEYS, SCALES, SETTINGS)
+    out.attrs["computed"] = runner.computed
+    return out
+
+
+def test_goodput_matches_closed_form_within_tolerance(table):
+    for row in table.itertuples():
+        if row.policy == "oracle-static":
+            continue
+        truth = expected_goodput(row.policy, row.slo_scale)
+        assert row.goodput_rps <= truth + 1e-9, row  # never reports a failing rate
+        assert row.bracket_hi > truth, row  # the bracket's fail lies above the truth
+        assert row.goodput_rps >= truth * (1 - 2 * SETTINGS.rel_tol), row
+
+
+def test_search_is_consistent_with_a_monotone_criterion(table):
+    for row in table.itertuples():
+        tried = [(float(r), ok == "1") for r, ok in (t.split(":") for t in row.tried.split(";"))]
+        passes = [r for r, ok in tried if ok]
+        fails = [r for r, ok in tried if not ok]
+        assert not passes or not fails or max(passes) < min(fails), row.tried
+
+
+def test_oracle_is_best_static_and_names_it(table):
+    for scale in SCALES:
+        at = table[table.slo_scale == scale].set_index("policy")
+        assert at.loc["oracle-static", "chosen"] == "static:2048"
+        assert at.loc["oracle-static", "goodput_rps"] == at.loc["static-2048", "goodput_rps"]
+        assert at.loc["static-2048", "ratio_vs_2048"] == pytest.approx(1.0)
+        pred = at.loc["predictive", "goodput_rps"] / at.loc["static-2048", "goodput_rps"]
+        assert at.loc["predictive", "ratio_vs_2048"] == pytest.approx(pred)
+
+
+def test_slo_blind_policies_share_runs_across_scales(table):
+    # Each search takes >= 5 runs; without sharing, 10 search keys x 3 scales would need far more.
+    searches = table["runs"].sum()
+    assert table.attrs["computed"] < 0.75 * searches
+
+
+def test_pivot_orders_policies_and_scales(table):
+    frame = pivot(table)
+    assert list(frame.index) == list(ALL_POLICY_KEYS)
+    assert list(frame.columns) == sorted(SCALES, reverse=True)
+    assert all(math.isfinite(v) for v in frame.to_numpy().ravel())
+
+
+def test_joint_search_shares_rates_and_finds_each_threshold():
+    thresholds = {1.0: 8.0, 0.5: 4.0, 0.1: 0.1}  # criterion: rate <= threshold[scale]
+    batches = []
+
+    def evaluate(rates):
+        batches.append(list(rates))
+        return [{s: r <= t for s, t in thresholds.items()} for r in rates]
+
+    from ppsched.experiments.joint_search import joint_search
+
+    out = joint_search(evaluate, list(thresholds), lo=0.25, hi=2.0, rel_tol=0.02, max_steps=12)
+    assert out[0.1].goodput_rps == 0.0 and out[0.1].bracket == (0.0, 0.25)
+    for scale in (1.0, 0.5):
+        truth = thresholds[scale]
+        assert truth * 0.98 <= out[scale].goodput_rps <= truth < out[scale].bracket[1]
+    evaluated = [r for b in batches for r in b]
+    assert len(evaluated) == len(set(evaluated))  # no rate is run twice
+    assert len(batches) <= 12
