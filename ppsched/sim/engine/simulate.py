@@ -1,0 +1,93 @@
+"""``simulate(config, workload)``: build the cost model and policies, run the engine, check it."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from ppsched.core.errors import UserError
+from ppsched.core.requests import RequestSpec
+from ppsched.dcp.registry import build_chunk_controller
+from ppsched.delay_sched.registry import build_decode_trimmer
+from ppsched.experiments.run_config import RunConfig
+from ppsched.sim.engine.loop import Engine
+from ppsched.sim.engine.result import SimResult, engine_summary
+from ppsched.sim.engine.timing import CostModel
+from ppsched.sim.invariants import RunStats, check_all
+
+
+class HasRequests(Protocol):
+    requests: tuple[RequestSpec, ...]
+
+
+def default_max_running(capacity: int, max_context: int) -> int:
+    """SGLang's default: min(KV tokens // 2, request-pool size), the pool being
+    clamp(KV tokens / context length * 512, 2048, 4096) (model_runner's memory-based sizing)."""
+    pool = min(max(capacity * 512 // max_context, 2048), 4096)
+    return max(1, min(capacity // 2, pool))
+
+
+def build_cost(config: RunConfig) -> CostModel:
+    from ppsched.sim.cost import build_cost_model  # lazy: tests may inject their own
+
+    return build_cost_model(config.model_config(), config.hardware, pp_size=config.pp_size,
+                            tp_size=config.tp_size, data_dir=config.data_dir,
+                            mem_fraction_static=config.mem_fraction_static, seed=config.seed,
+                            noise=config.noise)
+
+
+def simulate(config: RunConfig, workload: HasRequests, *,
+             cost_model: CostModel | None = None) -> SimResult:
+    if not isinstance(config, RunConfig):
+        raise UserError(f"simulate: config {config!r} is not a RunConfig")
+    model = config.model_config()
+    ctx = config.policy_context()
+    controller = build_chunk_controller(config.chunk, ctx)
+    trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive)
+    cost = cost_model if cost_model is not None else build_cost(config)
+    capacity = int(cost.kv_capacity_tokens)
+    if capacity <= 0:
+        raise UserError(f"model {model.name!r} on {config.hardware} at {config.parallel} with "
+                        f"mem_fraction_static={config.mem_fraction_static}: no room for KV cache "
+                        f"(capacity {capacity} tokens); expected more GPUs or a smaller model")
+    max_running = config.max_running_requests or default_max_running(capacity, model.max_context)
+    tp = config.parallel.lower().startswith("tp")
+    slots = 1 if tp else config.pp_size
+    per_slot = config.pp_max_micro_batch_size or max(1, max_running // slots)
+    engine = Engine(cost, controller, trimmer, pp_size=config.pp_size, tp=tp,
+                    max_running=max_running, per_slot_cap=per_slot,
+                    mixed_chunk=config.mixed_chunk, max_chunk_tokens=config.max_chunk_tokens,
+                    max_context=model.max_context, ds_max_consecutive=config.ds_max_consecutive)
+    wall0 = time.perf_counter()
+    engine.run(tuple(workload.requests))
+    wall = time.perf_counter() - wall0
+    reqs = sorted(engine.reqs, key=lambda r: r.rid)
+    records = [r.record() for r in reqs]
+    iterations = engine.log.frame()
+    stats = RunStats(kv_capacity=capacity, kv_peak=engine.kv_peak,
+                     generated=_generated_by_id(reqs),
+                     held_left=sum(1 for m in engine.members for r in m if r.held_streak),
+                     max_held_streak=engine.max_held_streak,
+                     ds_max_consecutive=config.ds_max_consecutive if trimmer else None)
+    check_all(workload.requests, records, iterations, engine.log.decisions, stats)
+    summary = engine_summary(records, iterations, config.slo, stages=engine.slots,
+                             work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
+                             end_s=engine.end_s, wall_s=wall, retractions=engine.retractions,
+                             ds_holds=engine.ds_holds, max_held_streak=engine.max_held_streak,
+                             kv_capacity=capacity, kv_peak=engine.kv_peak)
+    summary["config"] = config.to_dict()
+    summary["engine"] = {"max_running_requests": max_running, "pp_max_micro_batch_size": per_slot,
+                         "cost_model": _describe(cost)}
+    return SimResult(records, iterations, engine.log.decisions, summary, stats)
+
+
+def _generated_by_id(reqs: list) -> tuple[int, ...]:
+    out = [0] * (max((r.rid for r in reqs), default=-1) + 1)
+    for r in reqs:
+        out[r.rid] = r.generated
+    return tuple(out)
+
+
+def _describe(cost: CostModel) -> dict:
+    describe = getattr(cost, "describe", None)
+    return describe() if callable(describe) else {"type": type(cost).__name__}

@@ -1,0 +1,55 @@
+"""Mutable per-request engine state (private to the simulator; policies see snapshots only)."""
+
+from __future__ import annotations
+
+import math
+
+from ppsched.core.requests import RequestRecord, RequestSpec
+from ppsched.core.snapshots import DecodingRequest, QueuedRequest
+
+
+class Req:
+    __slots__ = ("spec", "rid", "arrival_s", "prompt", "output", "generated", "kv", "remaining",
+                 "first_s", "last_s", "finish_s", "slot", "retractions", "held_streak",
+                 "rejected", "reject_reason")
+
+    def __init__(self, spec: RequestSpec) -> None:
+        self.spec = spec
+        self.rid = spec.req_id
+        self.arrival_s = spec.arrival_s
+        self.prompt = spec.prompt_tokens
+        self.output = spec.output_tokens
+        self.generated = 0
+        self.kv = 0  # KV tokens allocated to this request now
+        self.remaining = spec.prompt_tokens  # tokens still to prefill (prompt, or recompute)
+        self.first_s = math.nan
+        self.last_s = math.nan
+        self.finish_s = math.nan
+        self.slot = -1
+        self.retractions = 0
+        self.held_streak = 0
+        self.rejected = False
+        self.reject_reason = ""
+
+    @property
+    def prefill_len(self) -> int:
+        """Tokens this (re)prefill covers: the prompt, or prompt + generated after a retraction."""
+        return self.prompt + self.generated
+
+    def queued_view(self) -> QueuedRequest:
+        return QueuedRequest(self.rid, self.arrival_s, self.prefill_len, self.remaining)
+
+    def decoding_view(self) -> DecodingRequest:
+        return DecodingRequest(self.rid, self.arrival_s, self.kv, self.generated, self.first_s,
+                               self.last_s, self.held_streak)
+
+    def tpot_ms(self) -> float:
+        if self.generated < 2:
+            return 0.0
+        return 1000.0 * (self.last_s - self.first_s) / (self.generated - 1)
+
+    def record(self) -> RequestRecord:
+        return RequestRecord(self.rid, self.arrival_s, self.prompt, self.output,
+                             first_token_s=self.first_s, finish_s=self.finish_s,
+                             rejected=self.rejected, reject_reason=self.reject_reason,
+                             slot=self.slot, retractions=self.retractions)

@@ -1,0 +1,69 @@
+"""When a launched microbatch runs on each stage: FIFO stages joined by links. Bubbles emerge here.
+
+A microbatch enters stage s+1 once stage s finished it, its activations crossed the link, and stage
+s+1 finished everything launched before it. Because every stage serves microbatches in launch order,
+the whole path of a microbatch is known at launch; only the result's return is an event.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ppsched.core.batch import BatchShape
+
+# The sampled token ids travel back to rank 0: a payload of a few bytes per request, so the link
+# latency dominates; we charge the cost model's link time for a one-row activation.
+_RETURN_SHAPE = BatchShape(decode_count=1, decode_ctx_sum=1)
+
+
+class CostModel(Protocol):
+    kv_capacity_tokens: int
+
+    def stage_ms(self, stage: int, shape: BatchShape) -> float: ...
+
+    def link_ms(self, shape: BatchShape) -> float: ...
+
+    def tp_step_ms(self, shape: BatchShape) -> float: ...
+
+    def cpu_overhead_ms(self, shape: BatchShape) -> float: ...
+
+
+# (stage, start_s, end_s, idle_before_s, measured_ms); idle_before_s is this stage's gap since its
+# previous microbatch. Plain tuples: one per stage and microbatch, on the hot path.
+StageRun = tuple[int, float, float, float, float]
+
+
+class Pipeline:
+    """``stages`` FIFO servers. ``tp=True``: one server timed by the TP whole-model step."""
+
+    def __init__(self, cost: CostModel, stages: int, *, tp: bool) -> None:
+        if stages < 1:
+            raise ValueError(f"stages={stages}: expected >= 1")
+        if tp and stages != 1:
+            raise ValueError("a TP engine is one stage")
+        self.cost = cost
+        self.stages = stages
+        self.tp = tp
+        self.free_at = [0.0] * stages  # when each stage finishes its last microbatch
+        self.started = [False] * stages
+        self.busy_s = [0.0] * stages
+        self.return_s = 0.0 if tp else cost.link_ms(_RETURN_SHAPE) / 1000.0
+
+    def run(self, launch_s: float, shape: BatchShape) -> tuple[list[StageRun], float]:
+        """Place a microbatch launched at ``launch_s``; return its stage runs and result time."""
+        runs: list[StageRun] = []
+        ready = launch_s
+        cost = self.cost
+        link_s = 0.0 if self.tp else cost.link_ms(shape) / 1000.0
+        for stage in range(self.stages):
+            ms = cost.tp_step_ms(shape) if self.tp else cost.stage_ms(stage, shape)
+            free = self.free_at[stage]
+            start = ready if ready > free else free
+            idle = start - free if self.started[stage] else 0.0
+            end = start + ms / 1000.0
+            self.free_at[stage] = end
+            self.started[stage] = True
+            self.busy_s[stage] += end - start
+            runs.append((stage, start, end, idle, ms))
+            ready = end + link_s
+        return runs, end + self.return_s

@@ -1,0 +1,135 @@
+"""Invariants every simulated run must satisfy; cheap (vectorised), so they run on every run.
+
+Checked: request conservation (completed + rejected = arrived), exact output token counts,
+monotone request times, KV never above capacity, every held request resumed (and no hold streak
+above the configured bound), no empty microbatch, FIFO stages, and a decision log consistent
+with the iterations. Any violation raises ``SimInvariantError`` naming what broke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ppsched.core.requests import RequestRecord, RequestSpec
+
+_EPS = 1e-9
+
+
+class SimInvariantError(AssertionError):
+    """The simulator broke one of its own guarantees (a bug, never a user error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStats:
+    """Engine-internal facts the invariants need beyond the public records."""
+
+    kv_capacity: int
+    kv_peak: int
+    generated: tuple[int, ...]  # output tokens produced, by request id
+    held_left: int  # requests still held when the run ended
+    max_held_streak: int
+    ds_max_consecutive: int | None  # the bound on consecutive holds; None without a trimmer
+
+
+def _fail(what: str, ids: np.ndarray | Sequence[int]) -> None:
+    shown = list(ids[:5])
+    raise SimInvariantError(f"{what}: {len(ids)} case(s), e.g. {shown}")
+
+
+def check_requests(specs: Sequence[RequestSpec], records: Sequence[RequestRecord],
+                   stats: RunStats) -> None:
+    if len(records) != len(specs):
+        raise SimInvariantError(f"conservation: {len(specs)} arrived, {len(records)} recorded")
+    ids = np.fromiter((r.req_id for r in records), np.int64, len(records))
+    if not np.array_equal(np.sort(ids), np.sort([s.req_id for s in specs])):
+        raise SimInvariantError("conservation: recorded request ids differ from arrived ids")
+    rejected = np.fromiter((r.rejected for r in records), bool, len(records))
+    arrival = np.fromiter((r.arrival_s for r in records), float, len(records))
+    first = np.fromiter((r.first_token_s for r in records), float, len(records))
+    finish = np.fromiter((r.finish_s for r in records), float, len(records))
+    output = np.fromiter((r.output_tokens for r in records), np.int64, len(records))
+    generated = np.asarray(stats.generated, dtype=np.int64)[ids]
+    done = ~rejected
+    if not np.all(np.isfinite(finish[done])):
+        _fail("conservation: admitted request never finished", ids[done & ~np.isfinite(finish)])
+    bad = done & (generated != output)
+    if bad.any():
+        _fail("output tokens differ from the request's output_tokens", ids[bad])
+    bad = rejected & ((generated != 0) | np.isfinite(first))
+    if bad.any():
+        _fail("rejected request produced tokens", ids[bad])
+    no_reason = [r.req_id for r in records if r.rejected and not r.reject_reason]
+    if no_reason:
+        _fail("rejected without a reason", no_reason)
+    bad = done & ~((arrival <= first + _EPS) & (first <= finish + _EPS))
+    if bad.any():
+        _fail("request times not monotone (arrival <= first token <= finish)", ids[bad])
+
+
+def check_engine(stats: RunStats) -> None:
+    if stats.kv_peak > stats.kv_capacity:
+        raise SimInvariantError(f"KV peak {stats.kv_peak} > capacity {stats.kv_capacity}")
+    if stats.held_left:
+        raise SimInvariantError(f"{stats.held_left} held request(s) never resumed")
+    bound = stats.ds_max_consecutive
+    if bound is not None and stats.max_held_streak > bound:
+        raise SimInvariantError(f"a request was held {stats.max_held_streak} consecutive turns "
+                                f"> bound {bound}")
+
+
+def check_iterations(it: pd.DataFrame) -> None:
+    if it.empty:
+        return
+    empty = (it["prefill_tokens"].to_numpy() <= 0) & (it["decode_reqs"].to_numpy() <= 0)
+    if empty.any():
+        _fail("empty microbatch launched", it["mb"].to_numpy()[empty])
+    start, end = it["start_s"].to_numpy(), it["end_s"].to_numpy()
+    if np.any(end < start):
+        _fail("stage run ends before it starts", it["mb"].to_numpy()[end < start])
+    for _, rows in it.groupby("stage", sort=False):  # each stage serves microbatches FIFO
+        rows = rows.sort_values("mb")
+        s, e = rows["start_s"].to_numpy(), rows["end_s"].to_numpy()
+        overlap = s[1:] < e[:-1] - _EPS
+        if overlap.any():
+            _fail("a stage ran two microbatches at once or out of order",
+                  rows["mb"].to_numpy()[1:][overlap])
+    by_mb = it.sort_values(["mb", "stage"])
+    same = by_mb["mb"].to_numpy()[1:] == by_mb["mb"].to_numpy()[:-1]
+    early = same & (by_mb["start_s"].to_numpy()[1:] < by_mb["end_s"].to_numpy()[:-1] - _EPS)
+    if early.any():
+        _fail("a microbatch entered a stage before the previous stage finished it",
+              by_mb["mb"].to_numpy()[1:][early])
+
+
+def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
+    stage0 = it[it["stage"] == 0].set_index("mb") if not it.empty else it
+    chunk_mbs = [d["mb"] for d in decisions if d["type"] == "chunk" and d["mb"] >= 0]
+    if len(set(chunk_mbs)) != len(chunk_mbs):
+        raise SimInvariantError("two chunk decisions claim the same microbatch")
+    prefill_mbs = stage0.index[stage0["prefill_tokens"] > 0] if not it.empty else []
+    if set(chunk_mbs) != set(int(m) for m in prefill_mbs):
+        missing = sorted(set(int(m) for m in prefill_mbs) ^ set(chunk_mbs))
+        _fail("prefill microbatches and chunk decisions do not match one-to-one", missing)
+    for d in decisions:
+        if d["mb"] < 0:
+            continue
+        row = stage0.loc[d["mb"]]
+        if d["type"] == "chunk":
+            used = int(row["prefill_tokens"]) + int(row["decode_reqs"])
+            if int(row["chunk"]) != d["chunk"] or used > d["chunk"]:
+                _fail(f"microbatch uses {used} tokens under chunk {d['chunk']}", [d["mb"]])
+        elif d["type"] == "trim":
+            if int(row["decode_reqs"]) > d["run"] or row["prefill_tokens"] > 0:
+                _fail("trimmed decode batch larger than its run set", [d["mb"]])
+
+
+def check_all(specs: Sequence[RequestSpec], records: Sequence[RequestRecord],
+              iterations: pd.DataFrame, decisions: Sequence[dict], stats: RunStats) -> None:
+    check_requests(specs, records, stats)
+    check_engine(stats)
+    check_iterations(iterations)
+    check_decisions(iterations, decisions)
