@@ -1,0 +1,173 @@
+"""ALP: adaptive latency prediction of one pipeline stage's iteration.
+
+predicted = linear(batched tokens) from the offline profile
+          + w . [sum(prefix*extend)/2^21, sum(extend^2)/2^20, decode_ctx_sum/1e5, 0.1]
+The attention weights ``w`` learn the residual (measured - linear) online by recursive least
+squares with forgetting. With ``correct_linear_online`` a fifth feature, linear/100 ms, lets RLS
+rescale the profile's linear term too (profile from another GPU, clock or day).
+
+Pure-Python arithmetic on 4-5 floats: at this size it beats numpy's per-call overhead
+(bench/bench_predictor.py measures both).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.errors import UserError
+from ppsched.predictor.profile import LinearProfile
+
+PREFIX_SCALE = 2.0**21
+EXTEND_SCALE = 2.0**20
+DECODE_SCALE = 1e5
+BIAS = 0.1
+LINEAR_SCALE = 100.0  # ms: the online linear-correction feature is linear_ms / 100
+COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-up: reset
+
+
+def features(shape: BatchShape) -> tuple[float, float, float, float]:
+    """The paper's four attention features of a batch, scaled."""
+    cross = 0
+    square = 0
+    for prefix, extend in shape.prefill:
+        cross += prefix * extend
+        square += extend * extend
+    return (cross / PREFIX_SCALE, square / EXTEND_SCALE, shape.decode_ctx_sum / DECODE_SCALE,
+            BIAS)
+
+
+class ALPredictor:
+    def __init__(self, profile: LinearProfile, *, forgetting: float = 0.9975,
+                 init_cov: float = 1.25, residual_clip: float = 0.4,
+                 correct_linear_online: bool = False) -> None:
+        if not (0.0 < forgetting <= 1.0):
+            raise UserError(f"forgetting={forgetting!r}: expected 0 < forgetting <= 1")
+        if not (init_cov > 0 and math.isfinite(init_cov)):
+            raise UserError(f"init_cov={init_cov!r}: expected a finite number > 0")
+        if not (residual_clip > 0 and math.isfinite(residual_clip)):
+            raise UserError(f"residual_clip={residual_clip!r}: expected a finite number > 0")
+        self.profile = profile
+        self.forgetting = float(forgetting)
+        self.init_cov = float(init_cov)
+        self.residual_clip = float(residual_clip)
+        self.correct_linear_online = bool(correct_linear_online)
+        self.n = 5 if correct_linear_online else 4
+        self.weights = [0.0] * self.n
+        self.cov = self._identity()
+        self.updates = 0
+        self.resets = 0
+        self.clipped = 0
+
+    def _identity(self) -> list[list[float]]:
+        return [[self.init_cov if i == j else 0.0 for j in range(self.n)] for i in range(self.n)]
+
+    def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
+        """(linear ms, feature vector) of a shape."""
+        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
+        x = list(features(shape))
+        if self.correct_linear_online:
+            x.append(lin / LINEAR_SCALE)
+        return lin, x
+
+    def predict(self, shape: BatchShape) -> float:
+        """Predicted ms of one stage for this batch."""
+        cross = 0
+        square = 0
+        for prefix, extend in shape.prefill:
+            cross += prefix * extend
+            square += extend * extend
+        w = self.weights
+        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
+        out = (lin + w[0] * (cross / PREFIX_SCALE) + w[1] * (square / EXTEND_SCALE)
+               + w[2] * (shape.decode_ctx_sum / DECODE_SCALE) + w[3] * BIAS)
+        if self.correct_linear_online:
+            out += w[4] * (lin / LINEAR_SCALE)
+        return out
+
+    def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:
+        """Predictions for a candidate scan (e.g. one per chunk size)."""
+        predict = self.predict
+        return [predict(s) for s in shapes]
+
+    def update(self, shape: BatchShape, measured_ms: float) -> None:
+        """One RLS step on the residual measured - linear term."""
+        if not (math.isfinite(measured_ms) and measured_ms > 0):
+            return  # a failed or empty measurement teaches nothing
+        lin, x = self._x(shape)
+        n = self.n
+        w = self.weights
+        p = self.cov
+        predicted = lin + sum(w[i] * x[i] for i in range(n))
+        err = measured_ms - predicted
+        limit = self.residual_clip * measured_ms  # outliers move w by at most 40% of the value
+        if err > limit:
+            err = limit
+            self.clipped += 1
+        elif err < -limit:
+            err = -limit
+            self.clipped += 1
+        px = [sum(p[i][j] * x[j] for j in range(n)) for i in range(n)]
+        denom = self.forgetting + sum(x[i] * px[i] for i in range(n))
+        if not (denom > 0 and math.isfinite(denom)):
+            self._reset()
+            return
+        k = [v / denom for v in px]
+        inv_lambda = 1.0 / self.forgetting
+        for i in range(n):
+            w[i] += k[i] * err
+            ki = k[i]
+            row = p[i]
+            for j in range(i, n):  # P <- (P - k (Px)^T) / lambda, kept symmetric
+                v = (row[j] - ki * px[j]) * inv_lambda
+                row[j] = v
+                p[j][i] = v
+        self.updates += 1
+        if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
+                or not all(math.isfinite(v) for v in w):
+            self._reset()
+
+    def _reset(self) -> None:
+        """Covariance blow-up (rare features under forgetting): restart it, keep finite weights."""
+        self.cov = self._identity()
+        if not all(math.isfinite(v) for v in self.weights):
+            self.weights = [0.0] * self.n
+        self.resets += 1
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "profile": json.loads(self.profile.to_json()),
+            "forgetting": self.forgetting, "init_cov": self.init_cov,
+            "residual_clip": self.residual_clip,
+            "correct_linear_online": self.correct_linear_online,
+            "weights": self.weights, "cov": self.cov, "updates": self.updates,
+            "resets": self.resets, "clipped": self.clipped,
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ALPredictor:
+        try:
+            data = json.loads(text)
+            profile = LinearProfile.from_json(json.dumps(data["profile"]))
+            alp = cls(profile, forgetting=float(data["forgetting"]),
+                      init_cov=float(data["init_cov"]),
+                      residual_clip=float(data["residual_clip"]),
+                      correct_linear_online=bool(data["correct_linear_online"]))
+            weights = [float(v) for v in data["weights"]]
+            cov = [[float(v) for v in row] for row in data["cov"]]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"ALP state JSON is malformed: {exc!r}") from exc
+        if len(weights) != alp.n or len(cov) != alp.n or any(len(r) != alp.n for r in cov):
+            raise UserError(f"ALP state JSON: expected {alp.n} weights and a {alp.n}x{alp.n} "
+                            f"covariance, got {len(weights)} and {len(cov)} rows")
+        alp.weights, alp.cov = weights, cov
+        alp.updates = int(data.get("updates", 0))
+        alp.resets = int(data.get("resets", 0))
+        alp.clipped = int(data.get("clipped", 0))
+        return alp
+
+    def size_bytes(self) -> int:
+        """Serialised size (UTF-8 JSON), profile included."""
+        return len(self.to_json().encode())

@@ -1,0 +1,156 @@
+"""ALP: features, RLS recovery of known weights, drift tracking, clipping, serialisation."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.errors import UserError
+from ppsched.predictor.alp import ALPredictor, features
+from ppsched.predictor.profile import LinearProfile
+
+PROFILE = LinearProfile(alpha0=0.07, alpha1=7.0, boundaries=(128, 256),
+                        staircase=((128, 11.0), (256, 19.0)), fit_mape=4.0,
+                        staircase_mape=2.0, variant="linear", model="m", tp=1, source="test")
+
+
+def random_shape(rng: random.Random) -> BatchShape:
+    pieces = tuple((rng.randrange(0, 4000), rng.randrange(1, 2048))
+                   for _ in range(rng.randrange(0, 3)))
+    decodes = rng.randrange(0, 200)
+    ctx = sum(rng.randrange(1, 4000) for _ in range(decodes))
+    if not pieces and not decodes:
+        decodes, ctx = 1, 10
+    return BatchShape(prefill=pieces, decode_count=decodes, decode_ctx_sum=ctx)
+
+
+def synthetic_ms(shape: BatchShape, w: tuple[float, ...], profile: LinearProfile = PROFILE,
+                 scale: float = 1.0) -> float:
+    x = features(shape)
+    lin = profile.linear_ms(shape.prefill_tokens + shape.decode_count)
+    return scale * lin + sum(a * b for a, b in zip(w, x, strict=True))
+
+
+def test_features_hand_computed():
+    shape = BatchShape(prefill=((1024, 512), (0, 256)), decode_count=3, decode_ctx_sum=30000)
+    cross, square, dec, bias = features(shape)
+    assert cross == pytest.approx(1024 * 512 / 2**21)  # 0.25
+    assert square == pytest.approx((512**2 + 256**2) / 2**20)
+    assert dec == pytest.approx(0.3)
+    assert bias == 0.1
+    assert features(BatchShape()) == (0.0, 0.0, 0.0, 0.1)
+
+
+def test_linear_term_uses_batched_tokens():
+    shape = BatchShape(prefill=((0, 100),), decode_count=28, decode_ctx_sum=0)
+    alp = ALPredictor(PROFILE)
+    assert alp.predict(shape) == pytest.approx(0.07 * 128 + 7.0)  # untrained: linear term only
+    stair = ALPredictor(PROFILE.with_variant("staircase"))
+    assert stair.predict(shape) == pytest.approx(11.0)
+    assert stair.predict(BatchShape(decode_count=129, decode_ctx_sum=129)) == pytest.approx(19.0)
+
+
+def test_rls_recovers_known_weights_from_noisy_data():
+    rng = random.Random(1)
+    true_w = (3.0, 5.0, 4.0, 20.0)
+    alp = ALPredictor(PROFILE)
+    for _ in range(3000):
+        shape = random_shape(rng)
+        alp.update(shape, synthetic_ms(shape, true_w) * (1 + rng.gauss(0, 0.01)))
+    for got, want in zip(alp.weights, true_w, strict=True):
+        assert got == pytest.approx(want, rel=0.1)
+    errs = []
+    for _ in range(300):
+        shape = random_shape(rng)
+        truth = synthetic_ms(shape, true_w)
+        errs.append(abs(alp.predict(shape) - truth) / truth)
+    assert sum(errs) / len(errs) < 0.01
+
+
+def test_rls_tracks_a_drift():
+    rng = random.Random(2)
+    before, after = (3.0, 5.0, 4.0, 20.0), (6.0, 2.0, 8.0, 40.0)
+    alp = ALPredictor(PROFILE)
+    for _ in range(2000):
+        shape = random_shape(rng)
+        alp.update(shape, synthetic_ms(shape, before))
+    for _ in range(3000):  # forgetting 0.9975: ~400-iteration memory
+        shape = random_shape(rng)
+        alp.update(shape, synthetic_ms(shape, after))
+    for got, want in zip(alp.weights, after, strict=True):
+        assert got == pytest.approx(want, rel=0.05)
+
+
+def test_online_linear_correction_learns_a_slower_gpu():
+    rng = random.Random(3)
+    true_w = (3.0, 5.0, 4.0, 20.0)
+    plain, corrected = ALPredictor(PROFILE), ALPredictor(PROFILE, correct_linear_online=True)
+    errs = {"plain": [], "corrected": []}
+    for i in range(3000):
+        shape = random_shape(rng)
+        truth = synthetic_ms(shape, true_w, scale=1.3)  # measured GPU 30% slower than profile
+        for name, alp in (("plain", plain), ("corrected", corrected)):
+            if i >= 2000:
+                errs[name].append(abs(alp.predict(shape) - truth) / truth)
+            alp.update(shape, truth)
+    assert sum(errs["corrected"]) < 0.5 * sum(errs["plain"])
+    assert corrected.weights[4] == pytest.approx(30.0, rel=0.1)  # 0.3 * LINEAR_SCALE
+
+
+def test_residual_is_clipped_and_outlier_moves_prediction_boundedly():
+    alp = ALPredictor(PROFILE)
+    shape = BatchShape(decode_count=10, decode_ctx_sum=10_000)
+    base = alp.predict(shape)
+    alp.update(shape, 1e6)  # a wild outlier
+    assert alp.clipped == 1
+    assert alp.predict(shape) - base <= 0.4 * 1e6
+
+
+def test_covariance_stays_symmetric_and_blowup_resets():
+    rng = random.Random(4)
+    alp = ALPredictor(PROFILE, forgetting=0.9)
+    for _ in range(500):  # decode-only: prefill features never excited, their P grows
+        n = rng.randrange(1, 50)
+        shape = BatchShape(decode_count=n, decode_ctx_sum=n * 1000)
+        alp.update(shape, synthetic_ms(shape, (3.0, 5.0, 4.0, 20.0)))
+        p = alp.cov
+        assert all(p[i][j] == p[j][i] for i in range(4) for j in range(4))
+    assert alp.resets >= 1
+    assert all(0 < alp.cov[i][i] < 1e8 for i in range(4))
+
+
+def test_nonpositive_or_nan_measurement_is_ignored():
+    alp = ALPredictor(PROFILE)
+    shape = BatchShape(decode_count=1, decode_ctx_sum=5)
+    alp.update(shape, float("nan"))
+    alp.update(shape, 0.0)
+    assert alp.updates == 0 and alp.weights == [0.0] * 4
+
+
+def test_json_round_trip_and_size():
+    rng = random.Random(5)
+    alp = ALPredictor(PROFILE, correct_linear_online=True)
+    for _ in range(50):
+        shape = random_shape(rng)
+        alp.update(shape, synthetic_ms(shape, (1.0, 2.0, 3.0, 4.0)))
+    text = alp.to_json()
+    back = ALPredictor.from_json(text)
+    shape = random_shape(rng)
+    assert back.predict(shape) == alp.predict(shape)
+    assert back.cov == alp.cov and back.updates == alp.updates
+    assert alp.size_bytes() == len(text.encode())
+    assert alp.predict_many([shape, shape]) == [alp.predict(shape)] * 2
+
+
+def test_bad_state_and_parameters_are_user_errors():
+    with pytest.raises(UserError, match="malformed"):
+        ALPredictor.from_json("{not json")
+    state = json.loads(ALPredictor(PROFILE).to_json())
+    state["weights"] = [1.0]
+    with pytest.raises(UserError, match="expected 4 weights"):
+        ALPredictor.from_json(json.dumps(state))
+    with pytest.raises(UserError, match="forgetting"):
+        ALPredictor(PROFILE, forgetting=1.5)
