@@ -49,7 +49,8 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
 def default_predictor(ctx: PolicyContext) -> StagePredictor:
     """ALP on the run's profile: ``ctx.profile_path`` if given, else the built-in one."""
     try:
-        from ppsched.predictor import ALPredictor, LinearProfile, default_profile
+        from ppsched.predictor.alp import ALPredictor
+        from ppsched.predictor.profile import LinearProfile, default_profile
     except ImportError as exc:  # the predictor package is another module of this project
         raise UserError(f"predictive chunking needs ppsched.predictor (ALP): {exc}") from exc
     if ctx.profile_path:
