@@ -87,7 +87,6 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                   data_dir: str | None = None) -> Workload:
     """Build a workload. Timestamped traces replay their own times unless `rate` is given;
     length-only sets and synthetic generators need `rate` (Poisson). See README for the rules."""
-    wl_name, source, entry = _source(name, trace_file, trace_format, data_dir)
     num_requests = _positive_int("--num-requests", num_requests)
     max_context = _positive_int("--max-context", max_context, minimum=2)
     seed = _positive_int("--seed", seed, minimum=0) or 0
@@ -102,6 +101,7 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                             "arrivals at a rate or the trace's own timestamps")
         if window_min is not None or speedup != 1.0:
             raise UserError("--window-min and --speedup apply to --replay only, not to --rate")
+    wl_name, source, entry = _source(name, trace_file, trace_format, data_dir)
     table: TraceTable | None = read_trace(source, entry.fmt) if entry.fmt else None
     timestamped = table is not None and table.arrival_s is not None
     if rate is None:

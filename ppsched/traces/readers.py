@@ -63,7 +63,7 @@ def _token_column(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
 def _timestamp_column(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
     raw = frame[column]
     numeric = pd.to_numeric(raw, errors="coerce")
-    if numeric.notna().all():  # user traces may give plain seconds
+    if pd.notna(numeric.iloc[0]):  # user traces may give plain seconds (the first row decides)
         seconds = numeric.to_numpy(dtype=float)
         bad = ~np.isfinite(seconds) | (seconds < 0)
         if bad.any():
