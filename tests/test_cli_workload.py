@@ -77,6 +77,7 @@ def _error(capsys, argv) -> str:
     ("azure", AZ_HEADER + "0,10,5\nsoon,10,5\n", ["line 3", "TIMESTAMP='soon'"]),
     ("azure", "", ["empty"]),
     ("lengths", LEN_HEADER, ["no rows"]),
+    ("lengths", LEN_HEADER + "10,2\n10,2,5,6\n", ["not a readable CSV", "line 3"]),
 ])
 def test_bad_trace_files(tmp_path, capsys, fmt, text, expected):
     path = tmp_path / "bad.csv"

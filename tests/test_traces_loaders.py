@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppsched.core.errors import UserError
 from ppsched.core.paths import data_dir
@@ -148,3 +150,20 @@ def test_edited_user_file_is_reread(tmp_path):
 def test_replay_more_than_available_is_an_error():
     with pytest.raises(UserError, match="only"):
         load_workload("azure-conv", window_min=1.0, num_requests=10_000)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(1, 10**6), st.integers(1, 10**5),
+                               st.floats(0, 100, allow_nan=False)), min_size=1, max_size=40))
+def test_user_files_parse_exactly(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("t")
+    lengths, azure = folder / "l.csv", folder / "a.csv"
+    gaps = np.cumsum([r[2] for r in rows])
+    lengths.write_text("\ufeffnum_prefill_tokens, num_decode_tokens\n"
+                       + "".join(f"{p}, {o}\n" for p, o, _ in rows))
+    body = "".join(f"{float(t)!r},{p},{o}\n" for (p, o, _), t in zip(rows, gaps, strict=True))
+    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + body)
+    for table in (read_trace(lengths, "lengths"), read_trace(azure, "azure")):
+        assert table.prompt_tokens.tolist() == [r[0] for r in rows]
+        assert table.output_tokens.tolist() == [r[1] for r in rows]
+    np.testing.assert_allclose(read_trace(azure, "azure").arrival_s, gaps - gaps[0], atol=1e-9)

@@ -88,7 +88,8 @@ def _timestamp_column(path: str, frame: pd.DataFrame, column: str) -> np.ndarray
 def _parse(path: str, fmt: str) -> TraceTable:
     ts_col, prompt_col, output_col = FORMATS[fmt]
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
+                            encoding="utf-8-sig")
     except pd.errors.EmptyDataError:
         raise UserError(f"{path}: file is empty; expected a CSV header and at least one row") \
             from None
