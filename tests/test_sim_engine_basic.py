@@ -143,7 +143,7 @@ class Recorder:
 def test_controller_sees_only_past_measurements_and_exact_queue_totals(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_chunk_controller",
-                        lambda spec, ctx: rec)
+                        lambda spec, ctx, **kw: rec)
     rows = [(0.005 * i, 300 + 10 * i, 8) for i in range(30)]
     res = run(rows)
     assert rec.decides and rec.observed
@@ -189,3 +189,12 @@ def test_trimmer_holds_keep_kv_resume_and_are_logged(monkeypatch):
     for d in trims:
         rows_mb = res.iterations[(res.iterations["mb"] == d["mb"]) & (res.iterations["stage"] == 0)]
         assert int(rows_mb["decode_reqs"].iloc[0]) == d["run"]
+
+
+def test_real_delay_scheduling_trimmer_holds_within_its_bound():
+    rows = [(0.005 * i, 10 + 37 * i % 190, 50 + 53 * i % 350) for i in range(600)]
+    res = run(rows, ds="on", ds_max_consecutive=2, cost=FakeCost(capacity=200_000))
+    s = res.summary
+    print("DS holds:", s["ds_holds"], "max consecutive:", s["ds_max_consecutive_holds"])
+    assert s["completed"] == 600
+    assert s["ds_holds"] > 0 and 1 <= s["ds_max_consecutive_holds"] <= 2

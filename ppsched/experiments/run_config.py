@@ -51,9 +51,9 @@ class RunConfig:
             raise UserError(f"--chunk {self.chunk!r}: expected a spec such as static:512")
         if self.ds not in ("on", "off"):
             raise UserError(f"--ds {self.ds!r}: expected on or off")
-        if not isinstance(self.ds_max_consecutive, int) or self.ds_max_consecutive < 1:
+        if not isinstance(self.ds_max_consecutive, int) or self.ds_max_consecutive < 0:
             raise UserError(f"--ds-max-consecutive {self.ds_max_consecutive!r}: expected an "
-                            "integer >= 1")
+                            "integer >= 0 (consecutive decode turns a request may be held)")
         if not isinstance(self.slo, Slo):
             raise UserError(f"slo {self.slo!r}: expected an Slo")
         if not isinstance(self.seed, int) or self.seed < 0:

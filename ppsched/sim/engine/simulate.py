@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestSpec
 from ppsched.dcp.registry import build_chunk_controller
@@ -42,16 +43,22 @@ def simulate(config: RunConfig, workload: HasRequests, *,
         raise UserError(f"simulate: config {config!r} is not a RunConfig")
     model = config.model_config()
     ctx = config.policy_context()
-    controller = build_chunk_controller(config.chunk, ctx)
-    trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive)
     cost = cost_model if cost_model is not None else build_cost(config)
+    tp = config.parallel.lower().startswith("tp")
+
+    def prefill_timer(tokens: int) -> float:
+        """Stage-0 time of one prefix-free prefill (what SGLang's dynamic chunking profiles)."""
+        shape = BatchShape(prefill=((0, tokens),))
+        return cost.tp_step_ms(shape) if tp else cost.stage_ms(0, shape)
+
+    controller = build_chunk_controller(config.chunk, ctx, prefill_timer=prefill_timer)
+    trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive)
     capacity = int(cost.kv_capacity_tokens)
     if capacity <= 0:
         raise UserError(f"model {model.name!r} on {config.hardware} at {config.parallel} with "
                         f"mem_fraction_static={config.mem_fraction_static}: no room for KV cache "
                         f"(capacity {capacity} tokens); expected more GPUs or a smaller model")
     max_running = config.max_running_requests or default_max_running(capacity, model.max_context)
-    tp = config.parallel.lower().startswith("tp")
     slots = 1 if tp else config.pp_size
     per_slot = config.pp_max_micro_batch_size or max(1, max_running // slots)
     engine = Engine(cost, controller, trimmer, pp_size=config.pp_size, tp=tp,
