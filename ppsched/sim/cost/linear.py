@@ -1,0 +1,120 @@
+"""Linear and elementwise ops: nearest profiled shape, FLOP-ratio scaling, 80 GB -> target GPU.
+
+A target op is predicted from the profiled op whose per-GPU shape is nearest in log space
+(GEMMs: (K, N); elementwise ops: the width per token), multiplied by the ratio of work per token
+(K*N, or width). The measured token dependence (the staircase) is kept as is: only a constant
+factor per op is applied, then the roofline correction between the profile's GPU and the target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppsched.sim.cost.profiles import GEMM_OPS, OpProfile
+from ppsched.sim.hardware import HardwareSpec
+
+MAX_PROFILED_TOKENS = 4096
+# Slope for extrapolation past 4096 tokens: the secant over the last 1024 profiled tokens, which
+# spans whole staircase periods (128 or 256 tokens) so it is the average growth, not a step.
+EXTRAPOLATION_BAND = 1024
+DTYPE_BYTES = 2  # BF16
+
+
+@dataclass(frozen=True, slots=True)
+class ScaledOp:
+    """A target op predicted from a source profile: per-token-count array plus provenance."""
+
+    op: str
+    dims: tuple[int, ...]
+    source: OpProfile
+    work_ratio: float
+    distance: float
+
+    def describe(self) -> dict[str, object]:
+        return {"op": self.op, "dims": list(self.dims), "source_model": self.source.model,
+                "source_tp": self.source.tp, "source_op": self.source.op,
+                "source_dims": list(self.source.dims), "work_ratio": round(self.work_ratio, 6),
+                "log_distance": round(self.distance, 6)}
+
+
+def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
+    return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
+
+
+def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
+                    exclude_model: str | None = None) -> tuple[OpProfile, float]:
+    """The profile nearest to (op, dims) among the same op (same kernel family and weight
+    layout in the profiler). The LM head has no profiled op of its own and borrows the nearest
+    GEMM of any role. Ties prefer the lower TP degree."""
+    any_gemm = op == "lm_head"
+    best: tuple[float, int, int, OpProfile] | None = None
+    for prof in pool:
+        if prof.model == exclude_model:
+            continue
+        if (prof.op not in GEMM_OPS) if any_gemm else (prof.op != op):
+            continue
+        key = (_log_distance(dims, prof.dims), 0 if prof.op == op else 1, prof.tp, prof)
+        if best is None or key[:3] < best[:3]:
+            best = key
+    if best is None:
+        raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
+    return best[3], best[0]
+
+
+def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
+             exclude_model: str | None = None) -> ScaledOp:
+    source, distance = nearest_profile(op, dims, pool, exclude_model)
+    ratio = math.prod(dims) / math.prod(source.dims)
+    return ScaledOp(op=op, dims=dims, source=source, work_ratio=ratio, distance=distance)
+
+
+def roofline_factor(dims: tuple[int, ...], tokens: np.ndarray, profile_hw: HardwareSpec,
+                    target_hw: HardwareSpec) -> np.ndarray:
+    """time on target / time on the profile GPU, per token count, from the roofline.
+
+    An op is memory-bound where its arithmetic intensity (FLOPs / bytes moved) is below the
+    GPU's ridge point (peak FLOP/s / HBM bytes/s: 153 on the 80 GB part, 201 on the 40 GB PCIe
+    part). Memory-bound ops scale with HBM bandwidth (2039 / 1555 = 1.31x slower), compute-bound
+    ones not at all; in between, the roofline max() of the two times gives the ratio. Elementwise
+    ops (norms, activation, rope, add, embedding) move bytes only: always memory-bound.
+    """
+    m = tokens.astype(np.float64)
+    if len(dims) == 1:
+        return np.full(m.shape, profile_hw.hbm_gbps / target_hw.hbm_gbps)
+    k, n = dims
+    flops = 2.0 * m * k * n
+    moved = DTYPE_BYTES * (m * k + k * n + m * n)
+
+    def roof(hw: HardwareSpec) -> np.ndarray:
+        return np.maximum(flops / (hw.bf16_tflops * 1e12), moved / (hw.hbm_gbps * 1e9))
+
+    return roof(target_hw) / roof(profile_hw)
+
+
+def token_curve(scaled: ScaledOp, profile_hw: HardwareSpec, target_hw: HardwareSpec,
+                max_tokens: int = MAX_PROFILED_TOKENS) -> tuple[np.ndarray, np.ndarray]:
+    """(ms, cv) for token counts 0..max_tokens (index = tokens; index 0 is 0 ms).
+
+    Linear interpolation between profiled token counts keeps every measured step at the
+    profile's resolution (8 tokens up to 1024, 16 to 2048, 32 to 4096).
+    """
+    grid = np.arange(max_tokens + 1, dtype=np.float64)
+    src = scaled.source
+    ms = np.interp(grid, src.tokens, src.median_ms) * scaled.work_ratio
+    ms *= roofline_factor(scaled.dims, np.maximum(grid, 1.0), profile_hw, target_hw)
+    ms[0] = 0.0
+    cv = np.interp(grid, src.tokens, src.cv)
+    return ms, cv
+
+
+def extrapolate(curve: Sequence[float], tokens: int) -> float:
+    """curve[tokens] inside the table; linear from the last band beyond it."""
+    last = len(curve) - 1
+    if tokens <= last:
+        return curve[tokens]
+    slope = (curve[last] - curve[last - EXTRAPOLATION_BAND]) / EXTRAPOLATION_BAND
+    return curve[last] + slope * (tokens - last)

@@ -1,0 +1,148 @@
+"""Reading the vendored vidur A100 profiles into plain numpy tables (build time only)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ppsched.core.errors import UserError
+
+# Ops of one decoder layer in vidur's mlp.csv, plus the embedding lookup.
+GEMM_OPS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+ELEMENTWISE_OPS = ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add",
+                   "emb")
+ALL_OPS = GEMM_OPS + ELEMENTWISE_OPS
+ATTENTION_FILE = "attention_h8192_q64_kv8_tp2.csv"
+CPU_FILE = "cpu_overheads_codellama34b_tp2.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class LayerShape:
+    """Per-GPU shape of one decoder layer: what decides the cost of each op."""
+
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    gated_mlp: bool
+    tp: int
+
+    def __post_init__(self) -> None:
+        if self.tp < 1 or self.heads % self.tp:
+            raise UserError(f"tp_size={self.tp}: expected a divisor of heads={self.heads}")
+
+    def dims(self, op: str) -> tuple[int, ...]:
+        """GEMM ops: (K, N) per GPU; elementwise ops: (width per token,)."""
+        q = self.heads // self.tp * self.head_dim
+        kv = max(1, self.kv_heads // self.tp) * self.head_dim  # kv heads replicate past tp=kv
+        inter = self.intermediate // self.tp
+        if op == "attn_pre_proj":
+            return (self.hidden, q + 2 * kv)
+        if op == "attn_post_proj":
+            return (q, self.hidden)
+        if op == "mlp_up_proj":
+            return (self.hidden, (2 if self.gated_mlp else 1) * inter)
+        if op == "mlp_down_proj":
+            return (inter, self.hidden)
+        if op == "attn_rope":
+            return (q + kv,)
+        if op == "mlp_act":
+            return (inter,)
+        if op in ("input_layernorm", "post_attention_layernorm", "add", "emb"):
+            return (self.hidden,)
+        raise ValueError(f"unknown op {op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class OpProfile:
+    """Measured medians of one op of one profiled model at one TP degree, by token count."""
+
+    model: str
+    tp: int
+    op: str
+    dims: tuple[int, ...]
+    tokens: np.ndarray  # sorted, unique
+    median_ms: np.ndarray
+    cv: np.ndarray  # std / median at each token count (run-to-run spread)
+
+
+def _layer_shape_from_row(row: pd.Series) -> LayerShape:
+    heads, hidden = int(row["n_head"]), int(row["n_embd"])
+    return LayerShape(hidden=hidden, intermediate=int(row["n_expanded_embd"]), heads=heads,
+                      kv_heads=int(row["n_kv_head"]), head_dim=hidden // heads,
+                      gated_mlp=bool(row["use_gated_mlp"]),
+                      tp=int(row["num_tensor_parallel_workers"]))
+
+
+def profile_dir(data_dir: Path) -> Path:
+    path = data_dir / "profiles" / "a100"
+    if not path.is_dir():
+        raise UserError(f"profile folder {str(path)!r} does not exist; expected the vendored "
+                        "vidur A100 profiles under <data-dir>/profiles/a100")
+    return path
+
+
+@functools.lru_cache(maxsize=8)
+def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
+    """Every (model, tp, op) in <data_dir>/profiles/a100/*/mlp.csv; duplicate rows averaged."""
+    files = sorted(profile_dir(data_dir).glob("*/mlp.csv"))
+    if not files:
+        raise UserError(f"no */mlp.csv under {str(profile_dir(data_dir))!r}; expected vidur "
+                        "per-model MLP profiles")
+    out: list[OpProfile] = []
+    for path in files:
+        frame = pd.read_csv(path)
+        model = path.parent.name
+        for tp, part in frame.groupby("num_tensor_parallel_workers"):
+            shape = _layer_shape_from_row(part.iloc[0])
+            grouped = part.groupby("num_tokens")
+            for op in ALL_OPS:
+                med_col, std_col = f"time_stats.{op}.median", f"time_stats.{op}.std"
+                if med_col not in part.columns:
+                    continue  # phi-2 has no post_attention_layernorm (parallel block)
+                med = grouped[med_col].mean()
+                std = grouped[std_col].mean() if std_col in part.columns else med * 0.0
+                ok = med.to_numpy() > 0
+                out.append(OpProfile(
+                    model=model, tp=int(tp), op=op, dims=shape.dims(op),
+                    tokens=med.index.to_numpy(dtype=np.int64)[ok],
+                    median_ms=med.to_numpy(dtype=np.float64)[ok],
+                    cv=(std.to_numpy(dtype=np.float64) / np.maximum(med.to_numpy(), 1e-9))[ok]))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4)
+def load_attention_profile(data_dir: Path) -> pd.DataFrame:
+    """The FlashAttention profile with one row per shape (repeats averaged), times in ms."""
+    path = profile_dir(data_dir) / ATTENTION_FILE
+    if not path.is_file():
+        raise UserError(f"attention profile {str(path)!r} not found; expected vidur's "
+                        f"{ATTENTION_FILE}")
+    frame = pd.read_csv(path)
+    parts = ("attn_input_reshape", "attn_output_reshape")
+    frame["kernel"] = np.where(frame["is_prefill"], frame["time_stats.attn_prefill.median"],
+                               frame["time_stats.attn_decode.median"])
+    frame["std"] = np.where(frame["is_prefill"], frame["time_stats.attn_prefill.std"],
+                            frame["time_stats.attn_decode.std"])
+    reshape = sum(frame[f"time_stats.{p}.median"].fillna(0.0) for p in parts)
+    frame["total"] = frame["kernel"] + reshape
+    keys = ["is_prefill", "batch_size", "prefill_chunk_size", "kv_cache_size"]
+    return frame.groupby(keys, as_index=False)[["total", "kernel", "std"]].mean()
+
+
+@functools.lru_cache(maxsize=4)
+def load_cpu_profile(data_dir: Path) -> pd.DataFrame:
+    """Per-iteration CPU times (ms medians) by batch size, repeats averaged."""
+    path = profile_dir(data_dir) / CPU_FILE
+    if not path.is_file():
+        raise UserError(f"CPU overhead profile {str(path)!r} not found; expected vidur's "
+                        f"{CPU_FILE}")
+    frame = pd.read_csv(path)
+    cols = ["schedule_median", "sampler_e2e_median", "prepare_inputs_e2e_median",
+            "process_model_outputs_median"]
+    return frame.groupby("batch_size", as_index=False)[cols].mean()
