@@ -71,6 +71,7 @@ def _error(capsys, argv) -> str:
     ("lengths", LEN_HEADER + "10,2\nnan,3\n", ["line 3", "num_prefill_tokens='nan'"]),
     ("lengths", LEN_HEADER + "10,2\n10,\n", ["line 3", "num_decode_tokens=''"]),
     ("lengths", LEN_HEADER + "10,2.5\n", ["line 2", "num_decode_tokens='2.5'"]),
+    ("lengths", LEN_HEADER + "1e20,2\n", ["line 2", "num_prefill_tokens='1e20'"]),
     ("azure", AZ_HEADER + "0,10,5\n1,10,0\n", ["line 3", "GeneratedTokens='0'"]),
     ("azure", AZ_HEADER + "2023-11-16 18:15:46.6,10,5\n2023-11-16 18:15:45.1,10,5\n",
      ["line 3", "'2023-11-16 18:15:45.1'", "earlier"]),

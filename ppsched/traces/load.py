@@ -85,8 +85,17 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                   num_requests: int | None = None, duration_s: float | None = None,
                   seed: int = 0, max_context: int | None = None,
                   data_dir: str | None = None) -> Workload:
-    """Build a workload. Timestamped traces replay their own times unless `rate` is given;
-    length-only sets and synthetic generators need `rate` (Poisson). See README for the rules."""
+    """Build a workload from a catalog name or a user trace file (exactly one).
+
+    Arrivals: `rate` gives seeded Poisson arrivals; otherwise a timestamped (azure) trace is
+    replayed, its first `window_min` minutes, with times divided by `speedup` (0.9 = 10% slower).
+    Length-only sets and synthetic generators need `rate`. Lengths: the file's rows in order
+    (replay keeps each row's own lengths); when more requests are asked than the file has, every
+    request's lengths are sampled with replacement (seeded). Bounds: `num_requests` (default: the
+    whole file, 1000 for synthetic) and/or `duration_s` (arrivals strictly before it).
+    `max_context` caps prompt+output, counted in `truncated` and stated in `notes`.
+    Arrival and length draws use separate seeded streams, so lengths do not change with rate.
+    """
     num_requests = _positive_int("--num-requests", num_requests)
     max_context = _positive_int("--max-context", max_context, minimum=2)
     seed = _positive_int("--seed", seed, minimum=0) or 0

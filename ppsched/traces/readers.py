@@ -21,6 +21,7 @@ FORMATS: dict[str, tuple[str | None, str, str]] = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
     "lengths": (None, "num_prefill_tokens", "num_decode_tokens"),
 }
+MAX_TOKENS = 10**8  # far above any context length; keeps int64 sums exact
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,12 @@ def _line(row: int) -> int:
 def _token_column(path: str, frame: pd.DataFrame, column: str) -> np.ndarray:
     raw = frame[column]
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values) | (values <= 0) | (values != np.floor(values))
+    bad = ~np.isfinite(values) | (values <= 0) | (values != np.floor(values)) \
+        | (values > MAX_TOKENS)
     if bad.any():
         row = int(np.argmax(bad))
         raise UserError(f"{path}, line {_line(row)}: {column}={raw.iloc[row]!r}; "
-                        f"expected a whole number of tokens > 0")
+                        f"expected a whole number of tokens in 1..{MAX_TOKENS}")
     return values.astype(np.int64)
 
 
