@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppsched.core.requests import RequestRecord
 from ppsched.core.slo import Slo
@@ -86,3 +88,21 @@ def test_percentile_helpers():
     assert percentile_with_misses([1.0, 2.0, math.inf], 50) == 2.0
     assert percentile_with_misses([1.0, 2.0, math.inf], 51) == math.inf
     assert percentile_with_misses([], 90) == math.inf
+
+
+_RECORD = st.builds(
+    lambda i, a, t, d, out, rej: RequestRecord(i, a, 10, out, rejected=rej) if rej else
+    _rec(i, a, a + t, a + t + d * (out - 1), out),
+    st.integers(0, 10**6), st.floats(0, 100), st.floats(0, 10), st.floats(0, 1),
+    st.integers(1, 50), st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(records=st.lists(_RECORD, min_size=1, max_size=30), s1=st.floats(0.05, 5),
+       s2=st.floats(0.05, 5))
+def test_looser_slo_never_hurts(records, s1, s2):
+    lo, hi = sorted((s1, s2))
+    a, b = summarize(records, Slo(), slo_scale=lo), summarize(records, Slo(), slo_scale=hi)
+    assert 0 <= a["slo_attainment"] <= b["slo_attainment"] <= 1
+    assert b["goodput_ok"] or not a["goodput_ok"]
+    assert a["completed"] + a["rejected"] + a["unfinished"] == len(records)
