@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ppsched.experiments.paper_refs import GOODPUT_RATIO_VS_2048
-from ppsched.experiments.plotting import color, label, new_figure, save
+from ppsched.experiments.plotting import line_style, new_figure, save
 
 
 def plot_goodput(table: pd.DataFrame, out_dir: str | Path, stem: str = "goodput_vs_slo"
@@ -19,7 +19,7 @@ def plot_goodput(table: pd.DataFrame, out_dir: str | Path, stem: str = "goodput_
     workload = str(table["workload"].iloc[0]) if len(table) else ""
     for key, group in table.groupby("policy", sort=False):
         group = group.sort_values("slo_scale")
-        style = {"color": color(str(key)), "marker": "o", "label": label(str(key))}
+        style = line_style(str(key))
         ax_abs.plot(group["slo_scale"], group["goodput_rps"], **style)
         ratio = group["ratio_vs_2048"].to_numpy(dtype=float)
         ax_ratio.plot(group["slo_scale"], np.where(np.isfinite(ratio), ratio, np.nan), **style)

@@ -20,6 +20,18 @@ POLICY_COLORS = {
 }
 
 
+# Distinct markers and dashes so that policies with equal results stay visible.
+POLICY_STYLES = {"oracle-static": ("s", "--"), "static-2048": ("o", "-"), "tp4": ("v", "-"),
+                 "sglang-dynamic": ("D", "-"), "greedy": ("^", "-"), "predictive": ("o", "-"),
+                 "predictive-ds": ("P", ":")}
+
+
+def line_style(policy_key: str) -> dict:
+    marker, dash = POLICY_STYLES.get(policy_key, ("o", "-"))
+    return {"color": color(policy_key), "marker": marker, "linestyle": dash,
+            "label": label(policy_key)}
+
+
 def label(policy_key: str) -> str:
     policy = POLICIES.get(policy_key)
     return policy.label if policy else policy_key

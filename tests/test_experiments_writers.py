@@ -1,0 +1,82 @@
+import pandas as pd
+import pytest
+import test_experiments_fakes as fakes
+
+from ppsched.cli.main import main
+from ppsched.experiments.fig_goodput import format_table
+from ppsched.experiments.goodput import SearchSettings
+from ppsched.experiments.paper import PaperPlan, figures_step, goodput_step
+from ppsched.experiments.plan import Setup
+from ppsched.experiments.report import write_report
+from ppsched.experiments.runner import Runner
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PLAN = PaperPlan(goodput_requests=40, figure_requests=40, replay_window_min=1.0,
+                 settings=SearchSettings(lo=0.25, hi=2.0, rel_tol=0.1, max_steps=8))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    with Runner(out / "cache", jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        setup = Setup()
+        table = goodput_step(runner, setup, "azure-conv", out / "goodput" / setup.model, PLAN)
+        figures_step(runner, setup, out, PLAN)
+    write_report(out, elapsed_s=12.0)
+    return out, table
+
+
+def test_goodput_csv_and_plot(results):
+    out, table = results
+    folder = out / "goodput" / "qwen2.5-32b"
+    assert (folder / "goodput_vs_slo.png").read_bytes()[:8] == PNG_MAGIC
+    csv = pd.read_csv(folder / "goodput.csv")
+    for col in ("model", "workload", "policy", "slo_scale", "goodput_rps", "ratio_vs_2048"):
+        assert col in csv.columns
+    assert len(csv) == 7 * 5
+    text = format_table(table)
+    assert "predictive-ds" in text and "SLO 0.2" in text
+
+
+def test_every_figure_has_png_and_csv(results):
+    out, _ = results
+    for stem in ("tail_latency_vs_static", "iteration_latency_cdf", "alp_predicted_vs_measured",
+                 "synthetic", "azure_replay_attainment"):
+        assert (out / "figures" / f"{stem}.png").read_bytes()[:8] == PNG_MAGIC, stem
+        assert len(pd.read_csv(out / "figures" / f"{stem}.csv")) > 0, stem
+    replay = pd.read_csv(out / "figures" / "azure_replay_attainment.csv")
+    assert sorted(replay["tpot_slo_ms"].unique()) == [150.0, 200.0]
+    # The fake keeps P90 TPOT under 150 ms at this load only for high-capacity policies.
+    assert replay["slo_attainment"].between(0, 1).all()
+    alp = pd.read_csv(out / "figures" / "alp_predicted_vs_measured.csv")
+    assert list(alp["measured_ms"]) == [20.0, 30.0]
+
+
+def test_report_shows_ours_next_to_paper(results):
+    out, table = results
+    text = (out / "REPORT.md").read_text()
+    assert "| predictive / static:2048 | 1 |" in text and "2.70×" in text and "5.40×" in text
+    ours = table[(table.policy == "predictive") & (table.slo_scale == 1.0)]["ratio_vs_2048"]
+    assert f"{float(ours.iloc[0]):.2f}×" in text
+    assert "MAPE" in text and "51.68" in text and "92.5%" in text
+    assert "wall time: 0.2 min" in text
+
+
+def test_report_without_csvs_is_just_the_commands(tmp_path):
+    text = write_report(tmp_path).read_text()
+    assert "make demo" in text and "Goodput vs SLO" not in text
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["sweep", "--rates", "1,x", "--out", "o"], "rate 'x'"),
+    (["sweep", "--rates", "1", "--jobs", "0", "--out", "o"], "--jobs 0"),
+    (["goodput", "--slo-scales", "1,-0.4", "--out", "o"], "SLO scale '-0.4'"),
+    (["goodput", "--model", "nope", "--out", "o"], "unknown model 'nope'"),
+    (["goodput", "--lo", "3", "--hi", "2", "--out", "o"], "lo=3.0, hi=2.0"),
+    (["demo", "--num-requests", "0"], "--num-requests 0"),
+])
+def test_cli_bad_input_exits_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
