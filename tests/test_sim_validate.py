@@ -1,0 +1,48 @@
+"""`ppsched sim validate`: per-op MAPE on profiled shapes, hold-out and leave-one-model-out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ppsched.cli.main import main
+from ppsched.core.paths import data_dir
+from ppsched.sim.cost.profiles import ALL_OPS, load_op_profiles
+from ppsched.sim.cost.validate import shared_hidden_models, validate
+
+
+def test_validate_numbers() -> None:
+    result = validate(Path(data_dir()).resolve())
+    summary = result["summary"]
+    print(f"\nLOMO MLP MAPE (models sharing a hidden size: {result['shared_hidden_models']}): "
+          f"{summary['lomo_mlp_mape_shared_hidden']:.2f}%; all GEMMs "
+          f"{summary['lomo_gemm_mape_shared_hidden']:.2f}%")
+    print("interpolation hold-out MAPE:",
+          {op: round(v, 2) for op, v in result["interpolation_holdout"].items()})
+    assert summary["lomo_mlp_mape_shared_hidden"] <= 5.0
+    # the tables reproduce the (duplicate-averaged) medians they were built from
+    assert max(result["self"][op] for op in ALL_OPS) < 1e-9
+    assert result["self"]["attn_decode"] < 1e-6 and result["self"]["attn_prefill"] < 1e-6
+    # halving the token resolution costs a few percent: interpolation is sound
+    assert max(result["interpolation_holdout"].values()) < 5.0
+    assert set(result["leave_one_model_out"]) == {
+        "CodeLlama-34b-Instruct-hf", "Llama-2-7b-hf", "Qwen-72B", "internlm-20b", "phi-2"}
+
+
+def test_shared_hidden_models_from_data() -> None:
+    pool = load_op_profiles(Path(data_dir()).resolve())
+    assert shared_hidden_models(pool) == ("CodeLlama-34b-Instruct-hf", "Qwen-72B")
+
+
+def test_cli_text_json_and_bad_dir(capsys, tmp_path) -> None:
+    assert main(["sim", "validate"]) == 0
+    text = capsys.readouterr().out
+    assert "leave-one-model-out" in text and "mlp_up_proj" in text
+    assert main(["sim", "validate", "--json"]) == 0
+    parsed = json.loads(capsys.readouterr().out)
+    assert parsed["summary"]["meets_target"] is True
+    assert main(["sim", "validate", "--data-dir", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["sim", "validate", "--data-dir", str(tmp_path / "empty")]) == 2
+    assert "profiles/a100" in capsys.readouterr().err
