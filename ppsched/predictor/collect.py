@@ -152,6 +152,27 @@ def collect_mlp_csv(model: ModelConfig, out: str | Path, *, device: str = "cuda"
     dev, timer, dtype = select_device(torch, device)
     grid = tuple(tokens) if tokens is not None else vidur_token_grid()
     header = [f"time_stats.{op}.{s}" for op in ALL_OPS for s in STATS] + list(SHAPE_HEADER)
+    path = Path(out)
+    if path.parent and not path.parent.exists():
+        raise UserError(f"--out {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    threads = torch.get_num_threads() if device == "cpu" else None
+    if threads is not None:
+        torch.set_num_threads(1)  # one core: no thread-pool spin noise on a shared CPU
+    try:
+        rows = _measure(torch, model, tp, grid, dev, dtype, timer, repeats, warmup, log)
+    finally:
+        if threads is not None:
+            torch.set_num_threads(threads)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def _measure(torch: Any, model: ModelConfig, tp: int, grid: Sequence[int], dev: Any, dtype: Any,
+             timer: Any, repeats: int, warmup: int,
+             log: Callable[[str], None] | None) -> list[list[Any]]:
     rows = []
     with torch.inference_mode():
         for n in grid:
@@ -167,11 +188,4 @@ def collect_mlp_csv(model: ModelConfig, out: str | Path, *, device: str = "cuda"
             if log:
                 log(f"{n} tokens: up_proj median {row[ALL_OPS.index('mlp_up_proj') * 5 + 3]:.4f}"
                     f" ms ({timer.name})")
-    path = Path(out)
-    if path.parent and not path.parent.exists():
-        raise UserError(f"--out {str(path)!r}: folder {str(path.parent)!r} does not exist")
-    with path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
+    return rows
