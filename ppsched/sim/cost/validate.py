@@ -1,7 +1,7 @@
 """MAPE of the cost model against the measured medians it is built from.
 
-(a) self: every profiled (model, tp, op) predicted with its own profile in the pool (checks the
-    lookup machinery: duplicate averaging, interpolation grid), plus attention and CPU tables;
+(a) self: every profiled row (repeats kept) predicted with its own profile in the pool: what
+    the lookup tables lose (averaging repeated rows, the regular grids), plus attention and CPU;
 (a') interpolation hold-out: every other profiled token count removed, predicted from the rest;
 (b) leave-one-model-out: each profiled model's ops predicted from the *other* models' profiles
     (nearest shape + FLOP ratio), at every TP degree and token count it was profiled at.
@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ppsched.sim.cost.attention import (
     PROFILE_HEAD_DIM,
@@ -26,11 +27,13 @@ from ppsched.sim.cost.linear import scale_op, token_curve
 from ppsched.sim.cost.overhead import CPU_PARTS, OverheadModel
 from ppsched.sim.cost.profiles import (
     ALL_OPS,
+    ATTENTION_FILE,
     GEMM_OPS,
     OpProfile,
     load_attention_profile,
     load_cpu_profile,
     load_op_profiles,
+    profile_dir,
 )
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
@@ -55,11 +58,30 @@ def shared_hidden_models(pool: tuple[OpProfile, ...]) -> tuple[str, ...]:
                         if sum(1 for other in hidden.values() if other == h) > 1))
 
 
-def _self_and_holdout(pool: tuple[OpProfile, ...]) -> tuple[dict, dict]:
+def _raw_rows(data_dir: Path) -> dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]]:
+    """Every profiled row as measured (repeats kept): (model, tp, op) -> (tokens, median ms)."""
+    out: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
+    for path in sorted(profile_dir(data_dir).glob("*/mlp.csv")):
+        frame = pd.read_csv(path)
+        for tp, part in frame.groupby("num_tensor_parallel_workers"):
+            for op in ALL_OPS:
+                col = f"time_stats.{op}.median"
+                if col in part.columns:
+                    ok = part[col].to_numpy() > 0
+                    out[(path.parent.name, int(tp), op)] = (
+                        part["num_tokens"].to_numpy()[ok], part[col].to_numpy()[ok])
+    return out
+
+
+def _self_and_holdout(pool: tuple[OpProfile, ...], data_dir: Path) -> tuple[dict, dict]:
+    hw = get_hardware(PROFILE_HARDWARE)
+    raw = _raw_rows(data_dir)
     self_err: dict[str, list[float]] = defaultdict(list)
     hold_err: dict[str, list[float]] = defaultdict(list)
     for prof in pool:
-        self_err[prof.op].append(_mape(_predict(prof, (prof,), None), prof.median_ms))
+        ms, _ = token_curve(scale_op(prof.op, prof.dims, (prof,)), hw, hw)
+        tokens, measured = raw[(prof.model, prof.tp, prof.op)]
+        self_err[prof.op].append(_mape(ms[tokens], measured))
         keep = np.ones(len(prof.tokens), dtype=bool)
         keep[1:-1:2] = False  # drop every other inner token count
         thinned = dataclasses.replace(prof, tokens=prof.tokens[keep],
@@ -80,8 +102,14 @@ def _leave_one_model_out(pool: tuple[OpProfile, ...]) -> dict[str, dict[str, flo
 
 
 def _attention_self(data_dir: Path) -> dict[str, float]:
-    frame = load_attention_profile(data_dir)
-    model = AttentionModel(frame, PROFILE_Q_HEADS, PROFILE_KV_HEADS, PROFILE_HEAD_DIM)
+    """Against every raw row of the profile (repeats kept, reshape times included)."""
+    model = AttentionModel(load_attention_profile(data_dir), PROFILE_Q_HEADS, PROFILE_KV_HEADS,
+                           PROFILE_HEAD_DIM)
+    frame = pd.read_csv(profile_dir(data_dir) / ATTENTION_FILE)
+    kernel = np.where(frame["is_prefill"], frame["time_stats.attn_prefill.median"],
+                      frame["time_stats.attn_decode.median"])
+    frame["total"] = kernel + sum(frame[f"time_stats.{p}.median"].fillna(0.0)
+                                  for p in ("attn_input_reshape", "attn_output_reshape"))
     dec = frame[~frame["is_prefill"]]
     pre = frame[frame["is_prefill"]]
     dec_pred = np.array([model.decode_ms(int(b), int(b) * int(kv))
@@ -102,7 +130,7 @@ def _cpu_self(data_dir: Path) -> dict[str, float]:
 
 def validate(data_dir: Path) -> dict[str, object]:
     pool = load_op_profiles(data_dir)
-    self_mape, holdout = _self_and_holdout(pool)
+    self_mape, holdout = _self_and_holdout(pool, data_dir)
     lomo = _leave_one_model_out(pool)
     shared = shared_hidden_models(pool)
     group: dict[str, float] = {}
