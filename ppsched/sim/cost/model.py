@@ -21,7 +21,7 @@ from ppsched.sim.cost.tables import CostTables, build_tables
 # Not in KV under mem_fraction_static: CUDA context, cuBLAS workspace, NCCL buffers.
 # Assumed (not measured here): ~1 GB is what a CUDA 12 context plus NCCL typically holds.
 RUNTIME_RESERVE_GB = 1.0
-NOISE_BUFFER = 1 << 16
+NOISE_BLOCK = 4096
 NOISE_CLIP = 4.0  # standard deviations: keeps a noisy time positive and bounded
 
 
@@ -59,9 +59,9 @@ class CostModel:
         self._attn = tables.attention
         self._cv_dec, self._cv_pre = tables.attention_cv
         self._hidden_bytes = self.model.hidden * self.model.dtype_bytes
-        # a seeded buffer of standard normals, drawn in order: cheaper per call than an RNG
-        rng = np.random.default_rng(seed)
-        self._z = np.clip(rng.standard_normal(NOISE_BUFFER), -NOISE_CLIP, NOISE_CLIP).tolist()
+        # seeded standard normals drawn in blocks (a per-call RNG call costs more than a list read)
+        self._rng = np.random.default_rng(seed)
+        self._z: list[float] = []
         self._zi = 0
         self.stage_kv_tokens = self._stage_kv_tokens()
         self.kv_capacity_tokens = min(self.stage_kv_tokens)
@@ -94,7 +94,11 @@ class CostModel:
     # --- compute ------------------------------------------------------------------------
     def _draw(self) -> float:
         i = self._zi
-        self._zi = (i + 1) & (NOISE_BUFFER - 1)
+        if i == len(self._z):
+            block = self._rng.standard_normal(NOISE_BLOCK)
+            self._z = np.clip(block, -NOISE_CLIP, NOISE_CLIP).tolist()
+            i = 0
+        self._zi = i + 1
         return self._z[i]
 
     def _layers_part(self, shape: BatchShape) -> tuple[int, float, float]:
