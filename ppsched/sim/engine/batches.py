@@ -69,15 +69,20 @@ def build_prefill(eng: Engine, slot: int, now: float) -> Launched | None:
         if piece[3]:
             eng.chunked = None
     admitted = 0
-    reserve = eng.decoding  # one decode step of headroom for every decoding request
+    # SGLang's PrefillAdder: running requests are charged their remaining output tokens times
+    # new_token_ratio; a new request needs its whole input plus its remaining output.
+    room = eng.kv_free() - eng.rem_output * eng.new_token_ratio
     while budget > 0 and eng.queue and eng.chunked is None:
         req = eng.queue[0]
         if eng.active >= eng.max_running or len(members) + admitted >= eng.per_slot_cap:
             break
-        if eng.kv_free() < req.remaining + reserve:
+        need = req.remaining + req.output - req.generated
+        if need >= room:
             break  # FCFS: the head waits for KV, nobody overtakes it
+        room -= need
         eng.queue.popleft()
         eng.active += 1
+        eng.rem_output += req.output - req.generated
         admitted += 1
         eng.kv_reserved += req.remaining  # the whole (re)prefill is set aside now
         piece = _take(eng, req, budget, reserved=True)
@@ -155,8 +160,11 @@ def build_decode(eng: Engine, slot: int, now: float) -> Launched | None:
             victim = run.pop()
             members.remove(victim)
             eng.retract(victim)
+        eng.retracted_ratio(run)
         if not run:
             return None
+    else:
+        eng.decay_ratio()
     _grow(eng, slot, run)
     shape = BatchShape(decode_count=len(run), decode_ctx_sum=sum(r.kv for r in run))
     return Launched(slot, [], run, shape, 0, math.nan, None, trim)

@@ -24,6 +24,13 @@ from ppsched.sim.engine.timing import CostModel, Pipeline
 from ppsched.sim.invariants import SimInvariantError
 
 RECENT = 64  # recent TTFT/TPOT/stage samples a snapshot carries
+# SGLang global_config defaults: init_new_token_ratio 0.7, min = 0.7 * 0.14, linear decay to the
+# min over 600 decode steps; after a retraction the ratio jumps to what the survivors need, with
+# retract_decode_steps = 20 tokens of headroom each.
+INIT_TOKEN_RATIO = 0.7
+MIN_TOKEN_RATIO = INIT_TOKEN_RATIO * 0.14
+TOKEN_RATIO_DECAY = (INIT_TOKEN_RATIO - MIN_TOKEN_RATIO) / 600
+RETRACT_DECODE_STEPS = 20
 
 
 class Engine:
@@ -56,6 +63,8 @@ class Engine:
         self.slot_ctx = [0] * self.slots  # KV tokens of each slot's decode set
         self.decoding = 0  # requests in any decode set
         self.active = 0  # admitted, not finished, not retracted (SGLang's running count)
+        self.rem_output = 0  # output tokens still to come from the active requests
+        self.new_token_ratio = INIT_TOKEN_RATIO
         self.inflight: list[Launched | None] = [None] * self.slots
         self.mb_count = 0
         self.arrived = 0
@@ -109,9 +118,10 @@ class Engine:
             req.rejected = True
             req.reject_reason = (f"prompt+output {need} tokens > context length "
                                  f"{self.max_context}")
-        elif need - 1 > self.capacity:
+        elif need >= self.capacity:  # SGLang admits only while input + max_new < free KV
             req.rejected = True
-            req.reject_reason = f"needs {need - 1} KV tokens > KV capacity {self.capacity}"
+            req.reject_reason = (f"prompt+output {need} tokens >= KV capacity {self.capacity}: "
+                                 "can never be admitted")
         if req.rejected:
             return
         if self.in_system == 0:
@@ -127,6 +137,7 @@ class Engine:
             self.recent_ttft.append(1000.0 * (now - req.arrival_s))
         req.generated += 1
         req.last_s = now
+        self.rem_output -= 1
         if req.generated < req.output:
             return False
         req.finish_s = now
@@ -136,6 +147,8 @@ class Engine:
         req.kv = 0
         self.active -= 1
         self.in_system -= 1
+        if self.active == 0:
+            self.new_token_ratio = INIT_TOKEN_RATIO  # idle again: SGLang resets the estimate
         if self.in_system == 0:
             self.work_s += now - self.busy_since
         return True
@@ -171,10 +184,20 @@ class Engine:
         req.held_streak = 0
         self.retractions += 1
         self.active -= 1
+        self.rem_output -= req.output - req.generated
         self.decoding -= 1
         # At the head of the queue: it arrived before (almost) everything still waiting.
         self.queue.appendleft(req)
         self.queued_tokens += req.remaining
+
+    def decay_ratio(self) -> None:
+        self.new_token_ratio = max(self.new_token_ratio - TOKEN_RATIO_DECAY, MIN_TOKEN_RATIO)
+
+    def retracted_ratio(self, survivors: list[Req]) -> None:
+        total = sum(r.output for r in survivors)
+        decoded = sum(r.generated for r in survivors)
+        estimate = (decoded + RETRACT_DECODE_STEPS * len(survivors)) / total if total else 1.0
+        self.new_token_ratio = min(1.0, estimate)
 
     # --- the loop -----------------------------------------------------------------------------
     def launch(self, batch: Launched, now: float) -> float:

@@ -11,7 +11,7 @@ from ppsched.core.snapshots import DecodingRequest, QueuedRequest
 class Req:
     __slots__ = ("spec", "rid", "arrival_s", "prompt", "output", "generated", "kv", "remaining",
                  "first_s", "last_s", "finish_s", "slot", "retractions", "held_streak",
-                 "rejected", "reject_reason")
+                 "rejected", "reject_reason", "_qview")
 
     def __init__(self, spec: RequestSpec) -> None:
         self.spec = spec
@@ -30,6 +30,7 @@ class Req:
         self.held_streak = 0
         self.rejected = False
         self.reject_reason = ""
+        self._qview: QueuedRequest | None = None
 
     @property
     def prefill_len(self) -> int:
@@ -37,7 +38,13 @@ class Req:
         return self.prompt + self.generated
 
     def queued_view(self) -> QueuedRequest:
-        return QueuedRequest(self.rid, self.arrival_s, self.prefill_len, self.remaining)
+        """Cached while ``remaining`` is unchanged: snapshots list up to 256 of these per build."""
+        view = self._qview
+        if view is None or view.remaining_prompt_tokens != self.remaining \
+                or view.prompt_tokens != self.prefill_len:
+            view = self._qview = QueuedRequest(self.rid, self.arrival_s, self.prefill_len,
+                                               self.remaining)
+        return view
 
     def decoding_view(self) -> DecodingRequest:
         return DecodingRequest(self.rid, self.arrival_s, self.kv, self.generated, self.first_s,
