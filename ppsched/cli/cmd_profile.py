@@ -117,7 +117,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     print(f"ALP on {report['workload']} ({report['model']} {report['parallel']}, chunk "
           f"{report['chunk']}): {report['iterations']} stage-0 iterations, first "
-          f"{report['warmup_iterations']} are warm-up")
+          f"{report['warmup_iterations']} are warm-up; run P90 TTFT "
+          f"{report['run_p90_ttft_ms']:.0f} ms, P90 TPOT {report['run_p90_tpot_ms']:.0f} ms")
     for name, res in report["variants"].items():
         kinds = ", ".join(f"{k} {v['mape']:.2f}% (n={v['n']})"
                           for k, v in res["by_type"].items() if v["n"])
@@ -176,6 +177,8 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
     report = {k: chosen[k] for k in ("mape", "p90_ape", "by_type", "n", "linear_variant")}
     report.update(workload=workload_name, model=model, parallel=parallel, chunk=chunk,
                   iterations=len(rows), warmup_iterations=warmup, variants=variants,
+                  run_p90_ttft_ms=result.summary["ttft_ms"]["p90"],
+                  run_p90_tpot_ms=result.summary["tpot_ms"]["p90"],
                   profile_source=profile.source, profile_held_out_mape={
                       "linear": profile.fit_mape, "staircase": profile.staircase_mape})
     return report

@@ -55,6 +55,7 @@ class ALPredictor:
         self.residual_clip = float(residual_clip)
         self.correct_linear_online = bool(correct_linear_online)
         self.n = 5 if correct_linear_online else 4
+        self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
         self.updates = 0
@@ -76,15 +77,17 @@ class ALPredictor:
         """Predicted ms of one stage for this batch."""
         cross = 0
         square = 0
+        tokens = shape.decode_count
         for prefix, extend in shape.prefill:
             cross += prefix * extend
             square += extend * extend
+            tokens += extend
+        lin = self._linear(tokens)
         w = self.weights
-        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
-        out = (lin + w[0] * (cross / PREFIX_SCALE) + w[1] * (square / EXTEND_SCALE)
-               + w[2] * (shape.decode_ctx_sum / DECODE_SCALE) + w[3] * BIAS)
-        if self.correct_linear_online:
-            out += w[4] * (lin / LINEAR_SCALE)
+        out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
+               + w[2] * shape.decode_ctx_sum / DECODE_SCALE + w[3] * BIAS)
+        if self.n == 5:
+            out += w[4] * lin / LINEAR_SCALE
         return out
 
     def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:

@@ -64,15 +64,16 @@ class LinearProfile:
         # lookup tables for the hot path (not fields: frozen, derived)
         object.__setattr__(self, "_uppers", tuple(uppers))
         object.__setattr__(self, "_levels", tuple(ms for _, ms in self.staircase))
+        object.__setattr__(self, "_top", uppers[-1] if uppers else 0)
 
     def linear_ms(self, tokens: int, variant: str | None = None) -> float:
         """Linear-layer time of one stage for ``tokens`` batched tokens (0 tokens: 0 ms)."""
         if tokens <= 0:
             return 0.0
-        if (variant or self.variant) == "staircase":
-            i = bisect.bisect_left(self._uppers, tokens)  # type: ignore[attr-defined]
-            if i < len(self._uppers):  # type: ignore[attr-defined]
-                return self._levels[i]  # type: ignore[attr-defined]
+        if variant is None:
+            variant = self.variant
+        if variant == "staircase" and tokens <= self._top:  # type: ignore[attr-defined]
+            return self._levels[bisect.bisect_left(self._uppers, tokens)]  # type: ignore[attr-defined]
         return self.alpha0 * tokens + self.alpha1
 
     def with_variant(self, variant: str) -> LinearProfile:
