@@ -130,9 +130,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def stage0_rows(frame) -> list:
     """(BatchShape, measured_ms) of stage 0, in start order, from the simulator's frame.
 
-    The frame keeps per-batch sums, not per-piece (prefix, extend): with several prefill pieces
-    the shape is rebuilt from ``prefill_cross``/``prefill_sq`` columns when the engine logs
-    them, else approximated as one piece (sum of prefixes, sum of extends).
+    The frame keeps per-batch sums, not per-piece (prefix, extend): a batch with several
+    prefill pieces is replayed as one piece (sum of prefixes, sum of extends), which
+    overstates its attention features; errors reported here are therefore pessimistic for
+    multi-piece prefill batches (the live controllers observe exact shapes).
     """
     from ppsched.core.batch import BatchShape
 

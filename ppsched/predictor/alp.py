@@ -42,7 +42,7 @@ def features(shape: BatchShape) -> tuple[float, float, float, float]:
 class ALPredictor:
     def __init__(self, profile: LinearProfile, *, forgetting: float = 0.9975,
                  init_cov: float = 1.25, residual_clip: float = 0.4,
-                 correct_linear_online: bool = False) -> None:
+                 correct_linear_online: bool = True) -> None:
         if not (0.0 < forgetting <= 1.0):
             raise UserError(f"forgetting={forgetting!r}: expected 0 < forgetting <= 1")
         if not (init_cov > 0 and math.isfinite(init_cov)):
