@@ -124,3 +124,34 @@ def test_collect_on_cpu_tiny_config_then_fit(tmp_path, capsys):
     assert prof.alpha0 > 0 and prof.layers == 4  # CPU time grows with tokens
     assert main(["profile", "collect", "--model", str(cfg), "--device", "cpu", "--out",
                  str(tmp_path / "none" / "x.csv"), "--tokens", "1"]) == 2
+
+
+def test_stage0_rows_from_a_frame():
+    import pandas as pd
+
+    from ppsched.cli.cmd_profile import stage0_rows
+
+    frame = pd.DataFrame({
+        "stage": [0, 1, 0, 0], "start_s": [0.2, 0.1, 0.1, 0.3],
+        "prefill_tokens": [512, 512, 0, 100], "prefix_tokens": [1024, 1024, 0, 0],
+        "decode_reqs": [3, 3, 8, 0], "decode_ctx_sum": [300, 300, 8000, 0],
+        "measured_ms": [40.0, 41.0, 15.0, 20.0]})
+    rows = stage0_rows(frame)
+    assert [ms for _, ms in rows] == [15.0, 40.0, 20.0]  # stage 0 only, in start order
+    assert rows[0][0].kind == "decode" and rows[0][0].decode_ctx_sum == 8000
+    assert rows[1][0].prefill == ((1024, 512),) and rows[1][0].kind == "mixed"
+
+
+def test_eval_on_the_simulator_json(capsys):
+    rc = main(["profile", "eval", "--workload", "azure-conv", "--rate", "2",
+               "--num-requests", "40", "--warmup-iterations", "20", "--json"])
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"mape", "p90_ape", "by_type", "warmup_iterations", "linear_variant"} <= report.keys()
+    assert report["warmup_iterations"] == 20 and report["n"] == report["iterations"] - 20
+    assert set(report["variants"]) == {"linear", "linear+online-linear", "staircase",
+                                       "staircase+online-linear"}
+    assert report["mape"] == report["variants"][report["default_predictor"]]["mape"]
+    assert 0 < report["mape"] < 50
+    assert main(["profile", "eval", "--workload", "azure-conv", "--rate", "2",
+                 "--num-requests", "5", "--warmup-iterations", "100000"]) == 2

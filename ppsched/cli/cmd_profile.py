@@ -47,6 +47,8 @@ def register(subparsers) -> None:
     p.add_argument("--profile", default=None, help="profile JSON (default: built-in)")
     p.add_argument("--warmup-iterations", type=int, default=100,
                    help="stage-0 iterations replayed before errors count")
+    p.add_argument("--no-noise", action="store_true",
+                   help="simulate without run-to-run noise (ALP's model error alone)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_eval)
 
@@ -111,7 +113,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                     model=args.model, hardware=args.hardware,
                                     parallel=args.parallel, chunk=args.chunk,
                                     profile_path=args.profile, data_dir=args.data_dir,
-                                    seed=args.seed, warmup=args.warmup_iterations)
+                                    seed=args.seed, warmup=args.warmup_iterations,
+                                    noise=not args.no_noise)
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
         return 0
@@ -123,7 +126,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         kinds = ", ".join(f"{k} {v['mape']:.2f}% (n={v['n']})"
                           for k, v in res["by_type"].items() if v["n"])
         print(f"  {name:>22}: MAPE {res['mape']:.2f}%  P90 APE {res['p90_ape']:.2f}%  [{kinds}]")
-    print(f"  default ({report['linear_variant']}): MAPE {report['mape']:.2f}%")
+    print(f"  default ({report['default_predictor']}): MAPE {report['mape']:.2f}%, P90 APE "
+          f"{report['p90_ape']:.2f}%")
     return 0
 
 
@@ -148,7 +152,8 @@ def stage0_rows(frame) -> list:
 
 def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, hardware: str,
                            parallel: str, chunk: str, profile_path: str | None,
-                           data_dir: str | None, seed: int, warmup: int) -> dict:
+                           data_dir: str | None, seed: int, warmup: int,
+                           noise: bool = True) -> dict:
     """Simulate once, replay stage 0 through ALP for each linear variant (and the online
     linear correction), report errors in percent. The CLI owns this: policy code never
     imports the simulator."""
@@ -160,7 +165,7 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
 
     pp, tp = parse_parallel(parallel)
     config = RunConfig(model=model, hardware=hardware, parallel=parallel, chunk=chunk,
-                       seed=seed, data_dir=data_dir, profile_path=profile_path)
+                       seed=seed, data_dir=data_dir, profile_path=profile_path, noise=noise)
     result = simulate(config, workload)
     rows = stage0_rows(result.iterations)
     if len(rows) <= warmup:
@@ -174,9 +179,13 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
             alp = ALPredictor(profile.with_variant(variant), correct_linear_online=online)
             name = variant + ("+online-linear" if online else "")
             variants[name] = evaluate_on_iterations(alp, rows, warmup)
-    chosen = variants[profile.variant]
-    report = {k: chosen[k] for k in ("mape", "p90_ape", "by_type", "n", "linear_variant")}
-    report.update(workload=workload_name, model=model, parallel=parallel, chunk=chunk,
+    online_default = ALPredictor(profile).correct_linear_online
+    default_name = profile.variant + ("+online-linear" if online_default else "")
+    chosen = variants[default_name]
+    report = {k: chosen[k] for k in ("mape", "p90_ape", "by_type", "n", "linear_variant",
+                                     "correct_linear_online")}
+    report["default_predictor"] = default_name
+    report.update(workload=workload_name, noise=noise, model=model, parallel=parallel, chunk=chunk,
                   iterations=len(rows), warmup_iterations=warmup, variants=variants,
                   run_p90_ttft_ms=result.summary["ttft_ms"]["p90"],
                   run_p90_tpot_ms=result.summary["tpot_ms"]["p90"],
