@@ -121,6 +121,25 @@ def _attention_self(data_dir: Path) -> dict[str, float]:
             "attn_prefill": _mape(pre_pred, pre["total"].to_numpy())}
 
 
+def _attention_holdout(data_dir: Path) -> dict[str, float]:
+    """Every other profiled context/prefix value removed, predicted from the rest."""
+    frame = load_attention_profile(data_dir)
+    kv_values = np.sort(frame["kv_cache_size"].unique())
+    dropped_kv = set(kv_values[1:-1:2].tolist())
+    held = frame["kv_cache_size"].isin(dropped_kv)
+    model = AttentionModel(frame[~held], PROFILE_Q_HEADS, PROFILE_KV_HEADS, PROFILE_HEAD_DIM)
+    test = frame[held]
+    dec = test[~test["is_prefill"]]
+    pre = test[test["is_prefill"]]
+    dec_pred = np.array([model.decode_ms(int(b), int(b) * int(kv))
+                         for b, kv in zip(dec["batch_size"], dec["kv_cache_size"], strict=True)])
+    pre_pred = np.array([model.prefill_ms(((int(kv), int(c)),))
+                         for c, kv in zip(pre["prefill_chunk_size"], pre["kv_cache_size"],
+                                          strict=True)])
+    return {"attn_decode": _mape(dec_pred, dec["total"].to_numpy()),
+            "attn_prefill": _mape(pre_pred, pre["total"].to_numpy())}
+
+
 def _cpu_self(data_dir: Path) -> dict[str, float]:
     frame = load_cpu_profile(data_dir)
     model = OverheadModel(frame)
@@ -143,7 +162,7 @@ def validate(data_dir: Path) -> dict[str, object]:
     return {
         "profile_hardware": PROFILE_HARDWARE,
         "self": {**self_mape, **_attention_self(data_dir), **_cpu_self(data_dir)},
-        "interpolation_holdout": holdout,
+        "interpolation_holdout": {**holdout, **_attention_holdout(data_dir)},
         "leave_one_model_out": lomo,
         "shared_hidden_models": list(shared),
         "leave_one_model_out_shared_hidden": group,
@@ -171,7 +190,8 @@ def format_report(result: dict[str, object]) -> str:
                      f"{hold.get(op, float('nan')):8.2f}   {'':21s}{cells} "
                      f"{group.get(op, float('nan')):11.2f}")
     for op in ("attn_decode", "attn_prefill", "cpu_overhead"):
-        lines.append(f"{op:26s} {self_m[op]:7.2f}")
+        held = f"{hold[op]:8.2f}" if op in hold else ""
+        lines.append(f"{op:26s} {self_m[op]:7.2f} {held}")
     summary: dict[str, object] = result["summary"]  # type: ignore[assignment]
     lines += ["", f"models sharing a hidden size with another profiled model: "
                   f"{', '.join(result['shared_hidden_models'])}",  # type: ignore[arg-type]
