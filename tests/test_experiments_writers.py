@@ -80,3 +80,15 @@ def test_cli_bad_input_exits_2_with_one_line(argv, needle, capsys, tmp_path, mon
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and "Traceback" not in err
+
+
+def test_progress_into_a_pipe_prints_whole_lines(capsys):
+    from ppsched.experiments.progress import Progress
+
+    bar = Progress("demo")
+    bar.add(3)
+    for cached in (True, False, False):
+        bar.finish_one(cached=cached)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.endswith("3/3 runs (1 cached)     0s\n")

@@ -27,7 +27,7 @@ def _search_args(p: argparse.ArgumentParser, num_requests: int) -> None:
                    help="requests per simulated run")
     p.add_argument("--lo", type=float, default=0.25, help="lowest rate tried (req/s)")
     p.add_argument("--hi", type=float, default=4.0, help="first upper rate (grows if met)")
-    p.add_argument("--rel-tol", type=float, default=0.08, help="bisection relative tolerance")
+    p.add_argument("--rel-tol", type=float, default=0.05, help="bisection relative tolerance")
     p.add_argument("--max-steps", type=int, default=10)
 
 
@@ -47,13 +47,13 @@ def register(subparsers) -> None:
     p.add_argument("--workload", default="azure-conv")
     p.add_argument("--policies", default="all")
     p.add_argument("--slo-scales", default=DEFAULT_SCALES)
-    _search_args(p, 300)
+    _search_args(p, 600)
     p.add_argument("--out", required=True, help="folder for goodput.csv and goodput_vs_slo.png")
     p.set_defaults(handler=cmd_goodput)
 
     p = subparsers.add_parser("demo", help="goodput vs SLO on azure-conv, qwen2.5-32b (make demo)")
     _common(p, model=False)
-    _search_args(p, 300)
+    _search_args(p, 600)
     p.add_argument("--out", default="results/demo")
     p.set_defaults(handler=cmd_demo)
 

@@ -30,7 +30,7 @@ GOODPUT_COLUMNS = ("model", "workload", "policy", "slo_scale", "goodput_rps", "r
 class SearchSettings:
     lo: float = 0.25
     hi: float = 4.0
-    rel_tol: float = 0.08
+    rel_tol: float = 0.05
     max_steps: int = 10
 
     def __post_init__(self) -> None:
@@ -112,5 +112,6 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
 def pivot(table: pd.DataFrame, value: str = "goodput_rps") -> pd.DataFrame:
     """Policies as rows (input order), SLO scales as columns (descending)."""
     order = list(dict.fromkeys(table["policy"]))
-    out = table.pivot_table(index="policy", columns="slo_scale", values=value, aggfunc="first")
+    out = table.pivot_table(index="policy", columns="slo_scale", values=value, aggfunc="first",
+                              dropna=False)
     return out.reindex(order)[sorted(out.columns, reverse=True)]

@@ -40,7 +40,7 @@ DS_WORKLOAD = "summarization-reversed"
 
 @dataclass(frozen=True, slots=True)
 class PaperPlan:
-    goodput_requests: int = 300  # requests per goodput-search run
+    goodput_requests: int = 600  # requests per goodput-search run
     figure_requests: int = 600  # requests per fixed-load figure run
     load_fraction: float = 0.8  # fixed-load figures run at this share of PP_static's goodput
     settings: SearchSettings = SearchSettings()
