@@ -1,0 +1,224 @@
+"""Admission control: drain measurement, TTFT prediction, guards, config validation."""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppsched.admission import (
+    AdmissionConfig,
+    AdmissionController,
+    AdmissionGate,
+    AdmissionSnapshot,
+    DrainRateEstimator,
+    build_admission,
+)
+from ppsched.admission.guard import SampleGuard, percentile
+from ppsched.core.errors import UserError
+from ppsched.core.slo import Slo
+
+SLO = Slo(2000.0, 200.0)
+
+
+def snap(now: float, prompt: int = 100, queued: int = 0, *, stages: tuple[float, ...] = (),
+         pp: int = 1, chunk: int = 1000, ttft: tuple[float, ...] = (),
+         tpot: tuple[float, ...] = ()) -> AdmissionSnapshot:
+    return AdmissionSnapshot(now, prompt, queued, 1 if queued else 0, SLO, pp_size=pp,
+                             chunk_tokens=chunk, recent_stage_ms=stages, recent_ttft_ms=ttft,
+                             recent_tpot_ms=tpot)
+
+
+# --- drain rate -------------------------------------------------------------------------------
+def test_drain_rate_counts_only_backlogged_intervals():
+    est = DrainRateEstimator(half_life_s=1e9, min_window_s=0.0)
+    est.update(0.0, 0)
+    est.admitted(5000)
+    est.update(1.0, 4000)  # 1000 served of 5000 queued: backlogged -> sample 1000 tok/s
+    assert est.rate_tokens_per_s == pytest.approx(1000.0)
+    est.update(3.0, 0)  # 4000 served of 4000: the queue may have run dry -> no sample
+    assert est.samples == 1
+    est.admitted(3000)
+    est.update(4.0, 0)  # drained again: no sample
+    est.admitted(9000)
+    est.update(5.0, 6000)  # 3000 served of 9000 in 1 s
+    assert est.rate_tokens_per_s == pytest.approx((1000 + 3000) / 2.0)
+
+
+def test_drain_rate_waits_for_min_window_and_skips_retraction_growth():
+    est = DrainRateEstimator(half_life_s=20.0, min_window_s=1.0)
+    est.update(0.0, 0)
+    est.admitted(10_000)
+    est.update(0.5, 10_000)  # nothing built in 0.5 s: a real sample, but too short to trust
+    assert est.rate_tokens_per_s is None
+    est.update(1.0, 11_000)  # the queue grew without an admission (a retraction): skipped
+    assert est.samples == 1 and est.rate_tokens_per_s is None
+    est.update(2.0, 9_000)
+    assert est.rate_tokens_per_s is not None and est.rate_tokens_per_s > 0
+
+
+def test_drain_rate_decays_old_samples():
+    est = DrainRateEstimator(half_life_s=1.0, min_window_s=0.0)
+    est.update(0.0, 0)
+    est.admitted(100_000)
+    est.update(1.0, 90_000)  # 10000 tok/s
+    for k in range(2, 12):  # then 1000 tok/s for 10 half-lives
+        est.update(float(k), 90_000 - 1000 * (k - 1))
+    assert est.rate_tokens_per_s == pytest.approx(1000.0, rel=0.01)
+
+
+@pytest.mark.parametrize("kwargs", [{"half_life_s": 0.0}, {"half_life_s": math.inf},
+                                    {"min_window_s": -1.0}, {"min_window_s": 30.0}])
+def test_drain_rate_rejects_bad_settings(kwargs):
+    with pytest.raises(ValueError):
+        DrainRateEstimator(**kwargs)
+
+
+# --- prediction and decisions -----------------------------------------------------------------
+def test_cold_start_admits_without_prediction():
+    ctl = AdmissionController()
+    d = ctl.admit(snap(0.0, 30_000, 10**6))
+    assert d.admit and math.isnan(d.predicted_ttft_ms) and "no drain estimate" in d.reason
+
+
+def test_fallback_rate_is_one_chunk_per_median_stage_plus_pipeline_tail():
+    ctl = AdmissionController()
+    s = snap(0.0, 500, 1500, stages=(10.0, 20.0, 30.0), pp=4, chunk=1000)
+    # 1000 tokens per 20 ms -> 50 tokens/ms; 2000 tokens ahead -> 40 ms; tail 4 x 30 ms
+    predicted, rate = ctl.predict_ttft_ms(s)
+    assert rate == pytest.approx(50_000.0)
+    assert predicted == pytest.approx(40.0 + 120.0)
+
+
+def test_rejects_when_the_queue_cannot_drain_in_time_and_says_why():
+    ctl = AdmissionController(AdmissionConfig(headroom=1.0))
+    s = snap(0.0, 1000, 99_000, stages=(100.0,), chunk=1000)  # 10 tok/ms -> 10 s
+    d = ctl.admit(s)
+    assert not d.admit and d.predicted_ttft_ms == pytest.approx(10_100.0)
+    assert d.reason.startswith("admission: predicted TTFT 10100 ms > 2000 ms")
+    assert "99000 tokens queued" in d.reason
+    assert ctl.rejected == 1 and ctl.admitted == 0
+
+
+def test_measured_drain_replaces_the_fallback_under_backlog():
+    cfg = AdmissionConfig(headroom=1.0, min_window_s=0.0, guard_percentile=None)
+    ctl = AdmissionController(cfg)
+    stages = (10.0,)  # fallback: 100 tokens/ms, far faster than the measured drain
+    assert ctl.admit(snap(0.0, 8000, 0, stages=stages)).admit
+    # 8000 queued, 1 s later 7000 remain: measured drain 1000 tokens/s
+    d = ctl.admit(snap(1.0, 100, 7000, stages=stages))
+    assert d.predicted_ttft_ms == pytest.approx(1000.0 * 7100 / 1000 + 10.0)
+    assert not d.admit
+    # an empty queue: nothing ahead, own prefill at the fallback rate
+    assert ctl.admit(snap(9.0, 100, 0, stages=stages)).admit
+
+
+def test_rejected_tokens_do_not_count_as_queued():
+    cfg = AdmissionConfig(headroom=1.0, min_window_s=0.0, guard_percentile=None)
+    ctl = AdmissionController(cfg)
+    assert ctl.admit(snap(0.0, 4000, 0, stages=(1000.0,), chunk=4000)).admit
+    # fallback rate 4 tok/ms: 4000 ahead + 50000 own -> reject; must not join the queue count
+    assert not ctl.admit(snap(0.5, 50_000, 4000, stages=(1000.0,), chunk=4000)).admit
+    ctl.admit(snap(1.0, 10, 2000, stages=(1000.0,), chunk=4000))
+    # samples: 0 tokens in [0, 0.5] s, then 2000 in [0.5, 1] s (had the rejected 50000 been
+    # counted, the second would read 52000)
+    keep = 0.5 ** (0.5 / cfg.half_life_s)
+    assert ctl.drain.rate_tokens_per_s == pytest.approx(2000.0 / (0.5 * keep + 0.5), rel=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(queued=st.integers(0, 10**6), extra=st.integers(0, 10**6), prompt=st.integers(1, 32768),
+       stage=st.floats(1.0, 500.0), pp=st.integers(1, 8))
+def test_more_work_ahead_never_turns_a_reject_into_an_admit(queued, extra, prompt, stage, pp):
+    def decide(q: int) -> tuple[bool, float]:
+        d = AdmissionController().admit(snap(0.0, prompt, q, stages=(stage,), pp=pp))
+        return d.admit, d.predicted_ttft_ms
+
+    (a_small, p_small), (a_big, p_big) = decide(queued), decide(queued + extra)
+    assert p_big >= p_small
+    assert a_small or not a_big
+
+
+# --- observed-SLO guards ----------------------------------------------------------------------
+def test_percentile_matches_linear_interpolation():
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 90) == pytest.approx(4.6)
+    assert percentile([7.0], 50) == 7.0
+
+
+def test_tpot_guard_rejects_while_recent_requests_miss_and_names_it():
+    ctl = AdmissionController()
+    bad_tpot = (150.0,) * 10 + (400.0,) * 2  # P90 above the 200 ms SLO
+    d = ctl.admit(snap(0.0, 100, 0, stages=(10.0,), tpot=bad_tpot))
+    assert not d.admit and "recent P90 TPOT" in d.reason and "> SLO 200 ms" in d.reason
+    ok = ctl.admit(snap(0.1, 100, 0, stages=(10.0,), tpot=(150.0,) * 12))
+    assert ok.admit
+
+
+def test_guard_needs_samples_and_ignores_stale_ones():
+    ctl = AdmissionController(AdmissionConfig(guard_min_samples=8, guard_stale_s=5.0))
+    late = (9000.0,) * 7
+    assert ctl.admit(snap(0.0, 100, 0, stages=(10.0,), ttft=late)).admit  # too few samples
+    late = (9000.0,) * 8
+    assert not ctl.admit(snap(1.0, 100, 0, stages=(10.0,), ttft=late)).admit
+    assert not ctl.admit(snap(6.0, 100, 0, stages=(10.0,), ttft=late)).admit  # 5 s: still fresh
+    assert ctl.admit(snap(6.1, 100, 0, stages=(10.0,), ttft=late)).admit  # stale: ignored
+
+
+def test_guards_off_admits_despite_misses():
+    ctl = AdmissionController(AdmissionConfig(guard_percentile=None))
+    assert ctl.admit(snap(0.0, 100, 0, stages=(10.0,), tpot=(900.0,) * 20)).admit
+
+
+def test_sample_guard_validates_percentile():
+    with pytest.raises(ValueError):
+        SampleGuard(0.0, 1, 1.0)
+
+
+# --- config, factory, gate, snapshot ----------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [
+    {"headroom": 0}, {"headroom": -1}, {"headroom": math.nan}, {"headroom": True},
+    {"half_life_s": 0}, {"min_window_s": 20.0}, {"guard_percentile": 0},
+    {"guard_percentile": 101}, {"guard_min_samples": 0}, {"guard_stale_s": -1},
+])
+def test_bad_config_is_a_user_error(kwargs):
+    with pytest.raises(UserError, match="admission"):
+        AdmissionConfig(**kwargs)
+
+
+def test_build_admission_modes():
+    assert build_admission("off") is None
+    assert isinstance(build_admission("on"), AdmissionController)
+    with pytest.raises(UserError, match="--admission 'maybe': expected one of on, off"):
+        build_admission("maybe")
+
+
+def test_gate_fills_the_run_constants():
+    gate = AdmissionGate(AdmissionController(AdmissionConfig(headroom=1.0)), SLO, pp_size=2,
+                         chunk_tokens=500)
+    d = gate.check(0.0, 100, 400, 1, [5.0, 5.0])  # 500 tok per 5 ms -> 5 ms; tail 2 x 5 ms
+    assert d.admit and d.predicted_ttft_ms == pytest.approx(15.0)
+
+
+@pytest.mark.parametrize("kwargs", [{"now_s": -1.0}, {"now_s": math.nan}, {"prompt_tokens": 0},
+                                    {"queued_prompt_tokens": -1}, {"pp_size": 0},
+                                    {"chunk_tokens": 0}])
+def test_snapshot_validates(kwargs):
+    base = {"now_s": 0.0, "prompt_tokens": 1, "queued_prompt_tokens": 0, "queued_requests": 0,
+            "slo": SLO}
+    with pytest.raises(ValueError):
+        AdmissionSnapshot(**{**base, **kwargs})
+
+
+def test_admission_package_imports_no_engine():
+    root = Path(__file__).resolve().parents[1] / "ppsched" / "admission"
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad = [n for n in names if n.startswith(("ppsched.sim", "ppsched.sglang_patch",
+                                                     "sglang"))]
+            assert not bad, f"{path.name} imports {bad}"
