@@ -92,3 +92,11 @@ def test_progress_into_a_pipe_prints_whole_lines(capsys):
     bar.close()
     err = capsys.readouterr().err
     assert "\r" not in err and err.endswith("3/3 runs (1 cached)     0s\n")
+
+
+def test_paper_and_figures_parse_their_defaults():
+    from ppsched.cli.main import build_parser
+
+    for cmd in ("paper", "figures"):
+        args = build_parser().parse_args([cmd])
+        assert args.num_requests == 600 and args.figure_requests == 600 and args.rel_tol == 0.05

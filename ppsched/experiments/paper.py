@@ -167,8 +167,8 @@ def register_paper_commands(subparsers, common) -> None:
                                 ("paper", cmd_paper, "goodput curves, figures and REPORT.md")):
         p = subparsers.add_parser(name, help=text)
         common(p)
-        _search_args(p, PaperPlan.goodput_requests)
-        p.add_argument("--figure-requests", type=int, default=PaperPlan.figure_requests,
+        _search_args(p, PaperPlan().goodput_requests)
+        p.add_argument("--figure-requests", type=int, default=PaperPlan().figure_requests,
                        help="requests per fixed-load figure run")
         p.add_argument("--out", default="results")
         p.set_defaults(handler=handler)

@@ -58,12 +58,13 @@ def resolve(ref: str) -> Callable[..., Any]:
 
 
 def execute(task: RunTask, cache_root: str,
-            simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE) -> RunOutcome:
+            simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE,
+            key: str | None = None) -> RunOutcome:
     """Worker body: simulate, store in the cache, return the outcome (top-level: picklable).
 
     ``simulate_ref`` is "module:function" or a top-level function (tests pass a fake engine)."""
     simulate = resolve(simulate_ref) if isinstance(simulate_ref, str) else simulate_ref
-    key = task.key
+    key = key or task.key  # the submitter's key: source edits mid-sweep must not re-key runs
     result = simulate(task.config, load(task.workload))
     meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
     iterations = result.iterations if task.keep_iterations else None
@@ -124,7 +125,7 @@ class Runner:
                 self.progress.finish_one(cached=True)
             else:
                 future = self._executor.submit(execute, task, str(self.cache.root),
-                                               self.simulate_ref)
+                                               self.simulate_ref, key)
                 self.computed += 1
                 future.add_done_callback(lambda _f: self.progress.finish_one(cached=False))
             self._futures[key] = (future, task.keep_iterations)
