@@ -21,6 +21,8 @@ def register(subparsers) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree inside a stage")
     p.add_argument("--pp-size", type=int, default=4,
                    help="pipeline stages: the profile prices one stage of layers/pp-size layers")
+    p.add_argument("--rel-jump", type=float, default=None,
+                   help="boundary threshold: relative time jump (default 0.12)")
     p.add_argument("--out", default=None, help="write the profile JSON here")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.set_defaults(handler=cmd_fit)
@@ -47,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--profile", default=None, help="profile JSON (default: built-in)")
     p.add_argument("--warmup-iterations", type=int, default=100,
                    help="stage-0 iterations replayed before errors count")
+    p.add_argument("--mixed-chunk", action="store_true",
+                   help="let prefill batches carry their slot's decodes (mixed iterations)")
     p.add_argument("--no-noise", action="store_true",
                    help="simulate without run-to-run noise (ALP's model error alone)")
     p.add_argument("--json", action="store_true")
@@ -65,8 +69,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _check_positive("tp", args.tp)
     _check_positive("pp-size", args.pp_size)
     model = load_model_config(args.model)
+    extra = {} if args.rel_jump is None else {"rel_jump": args.rel_jump}
     profile = fit_profile(args.mlp_csv, model, tp=args.tp,
-                          layers=math.ceil(model.layers / args.pp_size))
+                          layers=math.ceil(model.layers / args.pp_size), **extra)
     text = profile.to_json()
     if args.out:
         try:
@@ -114,7 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                     parallel=args.parallel, chunk=args.chunk,
                                     profile_path=args.profile, data_dir=args.data_dir,
                                     seed=args.seed, warmup=args.warmup_iterations,
-                                    noise=not args.no_noise)
+                                    noise=not args.no_noise, mixed_chunk=args.mixed_chunk)
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
         return 0
@@ -153,7 +158,7 @@ def stage0_rows(frame) -> list:
 def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, hardware: str,
                            parallel: str, chunk: str, profile_path: str | None,
                            data_dir: str | None, seed: int, warmup: int,
-                           noise: bool = True) -> dict:
+                           noise: bool = True, mixed_chunk: bool = False) -> dict:
     """Simulate once, replay stage 0 through ALP for each linear variant (and the online
     linear correction), report errors in percent. The CLI owns this: policy code never
     imports the simulator."""
@@ -165,7 +170,8 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
 
     pp, tp = parse_parallel(parallel)
     config = RunConfig(model=model, hardware=hardware, parallel=parallel, chunk=chunk,
-                       seed=seed, data_dir=data_dir, profile_path=profile_path, noise=noise)
+                       seed=seed, data_dir=data_dir, profile_path=profile_path, noise=noise,
+                       mixed_chunk=mixed_chunk)
     result = simulate(config, workload)
     rows = stage0_rows(result.iterations)
     if len(rows) <= warmup:
@@ -185,7 +191,8 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
     report = {k: chosen[k] for k in ("mape", "p90_ape", "by_type", "n", "linear_variant",
                                      "correct_linear_online")}
     report["default_predictor"] = default_name
-    report.update(workload=workload_name, noise=noise, model=model, parallel=parallel, chunk=chunk,
+    report.update(workload=workload_name, noise=noise, mixed_chunk=mixed_chunk, model=model,
+                  parallel=parallel, chunk=chunk,
                   iterations=len(rows), warmup_iterations=warmup, variants=variants,
                   run_p90_ttft_ms=result.summary["ttft_ms"]["p90"],
                   run_p90_tpot_ms=result.summary["tpot_ms"]["p90"],

@@ -19,7 +19,7 @@ import numpy as np
 from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig
 from ppsched.core.paths import data_dir as resolve_data_dir
-from ppsched.predictor.boundaries import detect_boundaries
+from ppsched.predictor.boundaries import DEFAULT_REL_JUMP, detect_boundaries
 from ppsched.predictor.vidur_csv import (
     map_layer_ms,
     model_layer_shape,
@@ -160,14 +160,14 @@ def _predict(t: np.ndarray, alpha0: float, alpha1: float, stairs: tuple[tuple[in
 
 
 def fit_tokens_ms(tokens: np.ndarray, stage_ms: np.ndarray, *, model: str, tp: int, source: str,
-                  layers: int = 0) -> LinearProfile:
+                  layers: int = 0, rel_jump: float = DEFAULT_REL_JUMP) -> LinearProfile:
     """Fit both variants to one stage's time on a token grid; choose by held-out MAPE."""
     if np.any(stage_ms <= 0):
         raise UserError(f"profile {source!r}: linear-layer time <= 0 ms at some token count; "
                         "expected positive latencies")
     held = np.arange(len(tokens)) % HOLDOUT_EVERY == 1
     train_t, train_y = tokens[~held], stage_ms[~held]
-    boundaries = detect_boundaries(tokens, stage_ms)
+    boundaries = detect_boundaries(tokens, stage_ms, rel_jump=rel_jump)
     a0, a1 = _fit_line(train_t, train_y)
     stairs = _fit_staircase(train_t, train_y, boundaries)
     errors = {v: _mape(_predict(tokens[held], a0, a1, stairs, v), stage_ms[held])
@@ -181,7 +181,7 @@ def fit_tokens_ms(tokens: np.ndarray, stage_ms: np.ndarray, *, model: str, tp: i
 
 
 def fit_profile(mlp_csv: str | Path, model: ModelConfig, *, tp: int = 1,
-                layers: int | None = None) -> LinearProfile:
+                layers: int | None = None, rel_jump: float = DEFAULT_REL_JUMP) -> LinearProfile:
     """Map the CSV's ops to ``model``'s layer shapes and fit one stage of ``layers`` layers.
 
     ``layers`` defaults to the whole model; ALP predicts ONE pipeline stage, so pass
@@ -195,7 +195,7 @@ def fit_profile(mlp_csv: str | Path, model: ModelConfig, *, tp: int = 1,
     groups = read_mlp_csv(mlp_csv)
     tokens, per_layer = map_layer_ms(groups, model_layer_shape(model, tp))
     return fit_tokens_ms(tokens, per_layer * n_layers, model=model.name, tp=tp,
-                         source=str(mlp_csv), layers=n_layers)
+                         source=str(mlp_csv), layers=n_layers, rel_jump=rel_jump)
 
 
 def nearest_profile_csv(model: ModelConfig, *, tp: int = 1, data_dir: str | None = None) -> Path:
