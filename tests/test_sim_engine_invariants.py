@@ -92,8 +92,10 @@ def test_decision_log_mismatch_is_caught(good):
         check_decisions(res.iterations, dropped)
 
 
-request = st.tuples(st.floats(0.0, 2.0, allow_nan=False), st.integers(1, 6000),
-                    st.integers(1, 120))
+# Arrivals on a coarse grid so bursts and zero gaps are common; lengths up to the context length.
+request = st.tuples(st.integers(0, 40).map(lambda k: k * 0.05),
+                    st.one_of(st.integers(1, 64), st.integers(1, 6000), st.integers(1, 32768)),
+                    st.one_of(st.integers(1, 8), st.integers(1, 120)))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -124,3 +126,10 @@ def test_zero_gap_burst_with_one_huge_prompt():
     assert res.summary["completed"] == 61
     huge = res.records[30]
     assert huge.first_token_s > res.records[0].first_token_s
+
+
+def test_prompt_beyond_the_context_length_is_rejected_with_reason():
+    rows = [(0.0, 32000, 1000), (0.0, 10, 3)]
+    res = simulate(RunConfig(), specs(rows), cost_model=FakeCost(capacity=10**6))
+    assert res.records[0].rejected and "context length" in res.records[0].reject_reason
+    assert not res.records[1].rejected
