@@ -231,6 +231,7 @@ class Engine:
                 ai += 1
             if batch is not None:
                 self.complete(batch, now)
+            self.flush_observations(now)  # every turn, so the pending list stays short
             new = build_prefill(self, cursor, now) or build_decode(self, cursor, now)
             if new is not None:
                 now = self.launch(new, now)
