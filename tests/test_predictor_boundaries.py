@@ -60,3 +60,23 @@ def test_a100_profiles_step_after_multiples_of_128(name):
     found = [b for b in detect_boundaries(tokens, ms, max_tokens=800) if b >= 100]
     assert found[:3] == [128, 256, 384]
     assert all(b % 128 == 0 for b in found)
+
+
+def test_blips_and_dip_recoveries_are_not_boundaries():
+    y = staircase(128)
+    bump = y.copy()
+    bump[(GRID > 64) & (GRID <= 96)] *= 1.2  # up after 64, back down after 96: a kernel blip
+    assert detect_boundaries(GRID, bump, max_tokens=700) == (128, 256, 384, 512, 640)
+    dip = y.copy()
+    dip[(GRID > 160) & (GRID <= 192)] *= 0.85  # a dip inside the band, then back up
+    assert detect_boundaries(GRID, dip, max_tokens=700) == (128, 256, 384, 512, 640)
+
+
+def test_codellama_step_after_64_is_real_and_reported():
+    """CodeLlama-34b's shape (hidden 8192) steps after 64 in all four GEMMs (+12-21%): a true
+    efficient size on that shape, not noise; the detector reports it."""
+    groups = read_mlp_csv(data_dir() / "profiles" / "a100" / "CodeLlama-34b-Instruct-hf" /
+                          "mlp.csv")
+    tp1 = next(g for g in groups if g.shape.tp == 1)
+    tokens, ms = map_layer_ms([tp1], tp1.shape)
+    assert detect_boundaries(tokens, ms, max_tokens=300) == (64, 128, 256)

@@ -17,6 +17,7 @@ from ppsched.core.errors import UserError
 # A100 steps are +25-45% at 128-384 and fade to a few % beyond ~1000 tokens, where same-size
 # noise and kernel-switch wiggles appear; 12% keeps the clear steps and drops the wiggles.
 DEFAULT_REL_JUMP = 0.12
+SEPARATION = 0.5  # bands either side of a step must differ by half the jump threshold
 
 
 def _median3(y: np.ndarray) -> np.ndarray:
@@ -72,4 +73,19 @@ def detect_boundaries(tokens: Sequence[int], times_ms: Sequence[float], *,
                 result[-1] = (i, ex)
             continue
         result.append((i, ex))
-    return tuple(int(t[i]) for i, _ in result)
+    return tuple(int(t[i]) for i in _separated(ys, [i for i, _ in result], rel_jump * SEPARATION))
+
+
+def _separated(ys: np.ndarray, gaps: list[int], margin: float) -> list[int]:
+    """Keep gaps that separate bands: the band after (to the next gap) lies wholly above the
+    band before (since the last kept gap) by ``margin``. Drops bumps that fall back (a
+    kernel-choice blip) and recoveries from a dip, which a local window cannot tell."""
+    kept: list[int] = []
+    for k, i in enumerate(gaps):
+        start = kept[-1] + 1 if kept else 0
+        end = gaps[k + 1] + 1 if k + 1 < len(gaps) else min(len(ys), i + 1 + 16)
+        before = float(np.max(ys[start:i + 1]))
+        after = float(np.min(ys[i + 1:end]))
+        if after >= before * (1.0 + margin):
+            kept.append(i)
+    return kept
