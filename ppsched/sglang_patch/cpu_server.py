@@ -1,0 +1,120 @@
+"""Launch and stop a real SGLang server on CPU (the live tests' harness; also handy by hand).
+
+Needs the venv built by scripts/setup_sglang_cpu.sh (``sglang_python()`` finds it). The server
+runs in its own process group so ``stop()`` kills every stage even if SGLang hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ppsched.sglang_patch.http_client import Endpoint, get_json
+
+DEFAULT_VENV = Path.home() / ".cache" / "ppsched" / "sglang-venv"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sglang_python() -> Path | None:
+    """The SGLang venv's python if it is built (PPSCHED_SGLANG_VENV or the default place)."""
+    venv = Path(os.environ.get("PPSCHED_SGLANG_VENV") or DEFAULT_VENV)
+    py = venv / "bin" / "python"
+    return py if py.is_file() and (venv / ".ppsched-recipe").is_file() else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
+    subprocess.run([str(python), str(REPO / "scripts" / "make_tiny_qwen2.py"), str(out),
+                    "--dtype", dtype], check=True, capture_output=True, timeout=300)
+    return out
+
+
+def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
+             max_running: int = 16, max_total_tokens: int = 8192, context: int = 1024,
+             extra: tuple[str, ...] = ()) -> list[str]:
+    """The CPU recipe of docs/SGLANG_PLUGIN.md (torch_native attention, no CUDA graphs)."""
+    return ["--model-path", str(model), "--device", "cpu", "--skip-tokenizer-init",
+            "--pp-size", str(pp_size), "--attention-backend", "torch_native",
+            "--sampling-backend", "pytorch", "--max-total-tokens", str(max_total_tokens),
+            "--context-length", str(context), "--max-running-requests", str(max_running),
+            "--chunked-prefill-size", str(chunk), "--cuda-graph-backend-decode", "disabled",
+            "--cuda-graph-backend-prefill", "disabled", "--sleep-on-idle",
+            "--host", "127.0.0.1", "--port", str(port), *extra]
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen
+    port: int
+    log_path: Path
+    _log_fh: object = field(repr=False, default=None)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def healthy(self) -> bool:
+        try:
+            get_json(Endpoint("127.0.0.1", self.port), "/health", timeout_s=5)
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # stages left behind by a hung parent
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self._log_fh is not None:
+            self._log_fh.close()
+
+
+def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None,
+           timeout_s: float = 240.0) -> Server:
+    """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
+    port = int(args[args.index("--port") + 1])
+    full_env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1",
+                **(env or {})}
+    fh = log_path.open("w")
+    proc = subprocess.Popen([str(python), "-m", "sglang.launch_server", *args], cwd="/",
+                            stdout=fh, stderr=subprocess.STDOUT, env=full_env,
+                            start_new_session=True)
+    server = Server(proc, port, log_path, fh)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            server.stop()
+            raise RuntimeError(f"SGLang exited with {proc.returncode} before /health; log:\n"
+                               + server.log_text()[-4000:])
+        if server.healthy():
+            return server
+        time.sleep(1.0)
+    server.stop()
+    raise RuntimeError(f"SGLang not healthy after {timeout_s:g} s; log:\n"
+                       + server.log_text()[-4000:])

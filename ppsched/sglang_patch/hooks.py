@@ -1,0 +1,394 @@
+"""The hooks on SGLang 0.5.23's scheduler. Imported only inside an SGLang process.
+
+Flow per microbatch turn (every PP rank runs the same loop in lockstep):
+  ingest_requests (AROUND): count the turn, find its slot, clear the pending decision.
+    _pull_raw_reqs (AFTER, PP rank 0 / TP rank 0 only): decide chunk + held set for this turn and
+      append a PpschedDecision to the pulled list; SGLang broadcasts it to TP peers and relays it
+      to the next PP stage with the requests, and every rank dispatches it to ``_on_decision``.
+  get_next_batch_to_run (AROUND): merge this slot's held requests back first.
+  get_new_batch_prefill (AROUND): use the decided chunk as ``chunked_prefill_size``.
+  update_running_batch (AROUND): split the decided held set off (KV kept), decode the rest.
+  run_batch (AROUND): time the stage, feed the controller (rank 0), log.
+  _collect_inflight_batches / _pp_microbatches_drained (AFTER): held requests count as in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ppsched.core.errors import UserError
+from ppsched.core.snapshots import StageMeasurement
+from ppsched.sglang_patch import translate
+from ppsched.sglang_patch.config import PluginConfig
+from ppsched.sglang_patch.decision_log import DecisionLog
+from ppsched.sglang_patch.policies import build_policies, model_for, policy_context
+from ppsched.sglang_patch.state import PluginState, PpschedDecision
+
+logger = logging.getLogger("ppsched.sglang_patch")
+
+SCHED = "sglang.srt.managers.scheduler.Scheduler."
+RECEIVER = ("sglang.srt.managers.scheduler_components.request_receiver."
+            "SchedulerRequestReceiver._pull_raw_reqs")
+
+_CFG: PluginConfig | None = None
+STATE: PluginState | None = None
+
+
+class _Arrival:
+    """A request pulled this turn, not yet in the waiting queue (for the controller's view)."""
+
+    __slots__ = ("rid", "origin_input_ids", "output_ids")
+
+    def __init__(self, rid: str, input_ids) -> None:
+        self.rid = rid
+        self.origin_input_ids = input_ids
+        self.output_ids = ()
+
+    def finished(self) -> bool:
+        return False
+
+
+def install(cfg: PluginConfig) -> None:
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    global _CFG
+    _CFG = cfg
+    around, after = HookType.AROUND, HookType.AFTER
+    HookRegistry.register(SCHED + "init_request_dispatcher", _after_init_dispatcher, after)
+    HookRegistry.register(SCHED + "ingest_requests", _around_ingest, around)
+    HookRegistry.register(RECEIVER, _after_pull, after)
+    HookRegistry.register(SCHED + "get_next_batch_to_run", _around_next_batch, around)
+    HookRegistry.register(SCHED + "get_new_batch_prefill", _around_prefill, around)
+    HookRegistry.register(SCHED + "update_running_batch", _around_decode, around)
+    HookRegistry.register(SCHED + "run_batch", _around_run_batch, around)
+    HookRegistry.register(SCHED + "_collect_inflight_batches", _after_inflight, after)
+    HookRegistry.register(SCHED + "_pp_microbatches_drained", _after_drained, after)
+
+
+# ---- set-up -------------------------------------------------------------------------------
+
+def _after_init_dispatcher(result, sched) -> None:
+    global STATE
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.utils import TypeBasedDispatcher
+
+    cfg = _CFG
+    par = get_parallel()
+    rank = int(par.pp_rank)
+    args = sched.server_args
+    try:
+        launch_chunk = int(sched.chunked_prefill_size or 0)
+        if launch_chunk <= 0:
+            raise UserError("ppsched plugin needs chunked prefill: launch with "
+                            "--chunked-prefill-size N > 0")
+        if getattr(sched, "dynamic_chunk_sizer", None) is not None:
+            raise UserError("ppsched plugin: --enable-dynamic-chunking is on; turn it off (the "
+                            "plugin sets the chunk size itself)")
+        if cfg.candidates and max(cfg.candidates) > launch_chunk:
+            raise UserError(f"PPSCHED_CANDIDATES up to {max(cfg.candidates)} > "
+                            f"--chunked-prefill-size {launch_chunk}: launch with the largest "
+                            "candidate")
+        model = model_for(cfg, getattr(args, "model_path", None),
+                          getattr(args, "context_length", None))
+        ctx = policy_context(cfg, model, int(par.pp_size), int(par.tp_size), launch_chunk)
+        # Only rank 0 decides; the other ranks build the policies too so a bad setting fails
+        # the same way everywhere.
+        controller, trimmer = build_policies(cfg, ctx)
+    except (UserError, ValueError, OSError) as exc:
+        logger.error("ppsched: plugin refuses to enable on PP rank %d: %s; SGLang runs stock",
+                     rank, exc)
+        return None
+    STATE = PluginState(cfg=cfg, rank=rank, pp_size=int(par.pp_size), launch_chunk=launch_chunk,
+                        controller=controller, trimmer=trimmer,
+                        log=DecisionLog(cfg.decision_log, rank))
+    sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])
+    STATE.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
+                    controller=getattr(controller, "name", None),
+                    trimmer=getattr(trimmer, "name", None), pp_size=STATE.pp_size)
+    logger.info("ppsched: plugin enabled on PP rank %d: chunk=%s ds=%s launch_chunk=%d",
+                rank, cfg.chunk, cfg.ds, launch_chunk)
+    STATE.sched = sched
+    return None
+
+
+def _on_decision(msg: PpschedDecision) -> None:
+    st = STATE
+    if st is None:
+        return None
+    if msg.iteration != st.iteration:
+        st.warn_once("iter", "decision for iteration %d arrived at iteration %d on rank %d",
+                     msg.iteration, st.iteration, st.rank)
+    st.pending = msg
+    if msg.fallback and st.active:
+        st.active = False
+        st.log.count("fallbacks")
+        logger.error("ppsched: rank 0 fell back (%s); PP rank %d stops applying decisions",
+                     msg.reason, st.rank)
+        st.log.write("fallback", iteration=st.iteration, slot=st.slot, where="relayed",
+                     error=msg.reason)
+    return None
+
+
+# ---- per-turn bookkeeping -----------------------------------------------------------------
+
+def _around_ingest(orig, sched, *args, **kwargs):
+    st = STATE
+    if st is not None:
+        st.iteration += 1
+        st.pending = None
+        mbs = getattr(sched, "running_mbs", None)
+        if mbs:
+            slot = st.iteration % len(mbs)
+            if mbs[slot] is not sched.running_batch:  # identity is the truth if they disagree
+                found = [i for i, b in enumerate(mbs) if b is sched.running_batch]
+                if found:
+                    st.warn_once("slot", "slot counter drifted (%d vs %d)", slot, found[0])
+                    slot = found[0]
+            st.slot = slot
+    return orig(sched, *args, **kwargs)
+
+
+def _after_pull(result, receiver):
+    st = STATE
+    if st is None or result is None or st.rank != 0 or not st.active:
+        return None
+    try:
+        msg = _decide(st, st.sched, result)
+    except Exception as exc:  # noqa: BLE001 - any policy error must not stop serving
+        st.fail("decide", exc)
+        msg = PpschedDecision(st.iteration, st.slot, fallback=True, reason=repr(exc)[:500])
+    if msg is not None:
+        result.append(msg)
+    return None
+
+
+def _decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
+    from sglang.srt.managers.io_struct import TokenizedGenerateReqInput
+
+    now = st.now()
+    arrivals = []
+    for item in pulled:
+        if isinstance(item, TokenizedGenerateReqInput) and item.input_ids is not None:
+            st.clock.arrive(item.rid, len(item.input_ids), now)
+            arrivals.append(_Arrival(item.rid, item.input_ids))
+    waiting = list(sched.waiting_queue) + arrivals
+    chunked = sched.chunked_req
+    mbs = getattr(sched, "running_mbs", None) or [sched.running_batch]
+    slot_reqs = []
+    for i, batch in enumerate(mbs):
+        held = st.held.get(i)
+        slot_reqs.append(list(batch.reqs) + (list(held.reqs) if held is not None else []))
+    kv_free = int(sched.token_to_kv_pool_allocator.available_size())
+    kv_total = int(sched.max_total_num_tokens)
+
+    chunk = predicted = None
+    reason = []
+    if st.controller is not None and (waiting or chunked is not None):
+        snap = translate.chunk_snapshot(
+            now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.pp_size,
+            waiting=waiting, chunked=chunked, slot_reqs=slot_reqs, kv_free=kv_free,
+            kv_total=kv_total, clock=st.clock, recent_stage_ms=st.recent_stage_ms,
+            max_chunk=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))),
+            queue_view=st.cfg.queue_view)
+        decision = st.controller.decide(snap)
+        chunk = min(st.cfg.snap_chunk(int(decision.chunk_tokens)), st.launch_chunk)
+        predicted = decision.predicted_stage_ms
+        reason.append(decision.reason)
+        st.log.count("decisions")
+        st.log.write("decision", iteration=st.iteration, slot=st.slot, chunk=chunk,
+                     chunk_raw=int(decision.chunk_tokens), reason=decision.reason,
+                     inputs=dict(decision.inputs), predicted_ms=predicted,
+                     queued=snap.queued_requests, queued_tokens=snap.queued_prompt_tokens)
+
+    hold_rids: tuple[str, ...] = ()
+    if st.trimmer is not None:
+        hold_rids = _decide_holds(st, sched, mbs, now, kv_free, kv_total, len(waiting),
+                                  sum(translate.remaining_prompt(r) for r in waiting))
+        if hold_rids:
+            reason.append(f"hold {len(hold_rids)}")
+    if chunk is None and not hold_rids:
+        return None
+    return PpschedDecision(st.iteration, st.slot, chunk, hold_rids, reason="; ".join(reason),
+                           predicted_stage_ms=predicted)
+
+
+def _slot_decode_set(sched, mbs, slot: int) -> list:
+    """The requests that would decode in ``slot`` this turn (running + just-prefilled)."""
+    reqs, seen = [], set()
+    batches = [mbs[slot]]
+    last_mbs = getattr(sched, "last_mbs", None)
+    last = last_mbs[slot] if last_mbs else sched.last_batch
+    if last is not None and last.forward_mode is not None and last.forward_mode.is_extend():
+        batches.append(last)
+    for batch in batches:
+        for r in batch.reqs:
+            if id(r) in seen or r.finished() or r is sched.chunked_req \
+                    or r is getattr(batch, "chunked_req", None):
+                continue
+            seen.add(id(r))
+            reqs.append(r)
+    return reqs
+
+
+def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens):
+    running = _slot_decode_set(sched, mbs, st.slot)
+    held_batch = st.held.get(st.slot)
+    held = [r for r in held_batch.reqs if not r.finished()] if held_batch is not None else []
+    if len(running) + len(held) < 2:
+        return ()
+    sizes = []
+    for i, batch in enumerate(mbs):
+        hb = st.held.get(i)
+        sizes.append(sum(not r.finished() for r in batch.reqs)
+                     + (sum(not r.finished() for r in hb.reqs) if hb is not None else 0))
+    snap = translate.decode_snapshot(
+        now_s=now, slot=st.slot, pp_size=st.pp_size, running=running, held=held,
+        slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=queued,
+        queued_prompt_tokens=queued_tokens, clock=st.clock)
+    decision = st.trimmer.select(snap)
+    by_id = {st.clock.get(r.rid).req_id: r.rid for r in running + held
+             if st.clock.get(r.rid) is not None}
+    hold = tuple(sorted(by_id[i] for i in decision.hold_ids if i in by_id))
+    st.log.write("ds_decision", iteration=st.iteration, slot=st.slot, reason=decision.reason,
+                 decode_set=len(running) + len(held), hold=list(hold))
+    return hold
+
+
+# ---- applying (deterministic on every rank) ----------------------------------------------
+
+def _around_next_batch(orig, sched, *args, **kwargs):
+    st = STATE
+    if st is not None and st.held:
+        try:
+            held = st.held.pop(st.slot, None)
+            if held is not None:
+                running = kwargs["running_batch"] if "running_batch" in kwargs else args[0]
+                if running.is_empty():
+                    running = held  # never merge into an empty batch (stale tensors)
+                else:
+                    running.merge_batch(held)
+                if "running_batch" in kwargs:
+                    kwargs["running_batch"] = running
+                else:
+                    args = (running, *args[1:])
+        except Exception as exc:  # noqa: BLE001
+            st.fail("merge held requests", exc)
+    return orig(sched, *args, **kwargs)
+
+
+def _around_prefill(orig, sched, running_batch, *args, **kwargs):
+    st = STATE
+    msg = st.pending if st is not None else None
+    if msg is None or msg.chunk is None or not st.active:
+        return orig(sched, running_batch, *args, **kwargs)
+    saved = sched.chunked_prefill_size
+    sched.chunked_prefill_size = msg.chunk
+    try:
+        plan = orig(sched, running_batch, *args, **kwargs)
+    finally:
+        sched.chunked_prefill_size = saved
+    try:
+        batch = plan.batch_to_run
+        if batch is not None:
+            st.log.count("chunk_applied")
+            st.log.write("chunk_applied", iteration=st.iteration, slot=st.slot, chunk=msg.chunk,
+                         extend_tokens=int(batch.extend_num_tokens or 0),
+                         requests=len(batch.reqs), split=sched.chunked_req is not None)
+    except Exception as exc:  # noqa: BLE001 - logging only
+        st.warn_once("log-prefill", "could not log a prefill batch: %r", exc)
+    return plan
+
+
+def _around_decode(orig, sched, batch, *args, **kwargs):
+    st = STATE
+    msg = st.pending if st is not None else None
+    if msg is None or not msg.hold_rids or not st.active or st.slot in st.held:
+        return orig(sched, batch, *args, **kwargs)
+    try:
+        wanted = set(msg.hold_rids)
+        finishing = set(map(id, sched._reqs_finishing_inflight(batch) or ()))
+        hold_idx, keep_idx = [], []
+        for i, r in enumerate(batch.reqs):
+            live = not r.finished() and id(r) not in finishing
+            if live and r.rid in wanted and r.to_finish is None:
+                hold_idx.append(i)
+            else:
+                keep_idx.append(i)
+        live_kept = [i for i in keep_idx if not batch.reqs[i].finished()]
+        if hold_idx and live_kept:  # never hold all of a slot's requests
+            held_reqs = [batch.reqs[i] for i in hold_idx]
+            st.held[st.slot] = sched._build_hisparse_decode_batch(held_reqs)
+            batch.filter_batch(keep_indices=keep_idx)
+            batch.batch_is_full = False
+            st.log.count("hold_turns")
+            st.log.count("held_requests", len(held_reqs))
+            st.log.write("hold_applied", iteration=st.iteration, slot=st.slot,
+                         held=sorted(r.rid for r in held_reqs), running=len(keep_idx))
+            if st.rank == 0:
+                for r in held_reqs:
+                    t = st.clock.get(r.rid)
+                    if t is not None:
+                        t.held_streak += 1
+        if st.rank == 0:
+            held_ids = {r.rid for r in st.held.get(st.slot, ()).reqs} \
+                if st.slot in st.held else set()
+            for r in batch.reqs:
+                t = st.clock.get(r.rid)
+                if t is not None and r.rid not in held_ids:
+                    t.held_streak = 0
+    except Exception as exc:  # noqa: BLE001 - deterministic, so every rank fails alike
+        st.fail("hold requests", exc)
+    return orig(sched, batch, *args, **kwargs)
+
+
+# ---- measuring ----------------------------------------------------------------------------
+
+def _around_run_batch(orig, sched, batch, *args, **kwargs):
+    st = STATE
+    if st is None:
+        return orig(sched, batch, *args, **kwargs)
+    import time
+
+    start = time.perf_counter()
+    result = orig(sched, batch, *args, **kwargs)
+    elapsed_ms = 1000.0 * (time.perf_counter() - start)
+    try:
+        _record_stage(st, sched, batch, elapsed_ms)
+    except Exception as exc:  # noqa: BLE001 - measuring must never stop serving
+        st.warn_once("stage", "stage measurement failed (measuring stops): %r", exc)
+        st.log.count("errors")
+    return result
+
+
+def _record_stage(st: PluginState, sched, batch, elapsed_ms: float) -> None:
+    mode = batch.forward_mode
+    is_decode = bool(mode is not None and mode.is_decode())
+    n_mixed = len(batch.decoding_reqs or ()) if mode is not None and mode.is_mixed() else 0
+    seq = batch.seq_lens_cpu.tolist() if batch.seq_lens_cpu is not None else None
+    shape = translate.batch_shape(is_decode, batch.prefix_lens, batch.extend_lens, seq, n_mixed)
+    # CPU forward is synchronous; on CUDA this is launch-to-return time (documented).
+    st.log.count("stage_measurements")
+    msg = st.pending
+    st.log.write("stage", iteration=st.iteration, slot=st.slot, mode=shape.kind,
+                 batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
+                 decode_count=shape.decode_count, measured_ms=round(elapsed_ms, 3),
+                 predicted_ms=msg.predicted_stage_ms if msg is not None else None)
+    if st.rank == 0 and st.controller is not None and st.active and shape.kind != "empty":
+        st.recent_stage_ms.append(elapsed_ms)
+        st.controller.observe(StageMeasurement(st.now(), st.slot, 0, shape, elapsed_ms))
+
+
+# ---- held requests count as in flight -----------------------------------------------------
+
+def _after_inflight(result, sched):
+    st = STATE
+    if st is None or not st.held:
+        return None
+    return [*result, *st.held.values()]
+
+
+def _after_drained(result, sched):
+    st = STATE
+    if st is not None and st.held and any(not b.is_empty() for b in st.held.values()):
+        return False
+    return None

@@ -1,0 +1,181 @@
+"""SGLang state → ``ppsched.core.snapshots``, engine-free (duck-typed on Req/ScheduleBatch fields).
+
+A request here is anything with ``rid``, ``origin_input_ids``, ``output_ids``, ``finished()``
+and, for a partly prefilled one, ``prefix_len``/``extend_end``. Times are this rank's
+``perf_counter`` seconds since the plugin started; request times are first-seen times (arrival
+at the scheduler, a token when its count grows), so they lag the true ones by < 1 iteration.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.snapshots import (
+    ChunkSnapshot,
+    DecodeSnapshot,
+    DecodingRequest,
+    QueuedRequest,
+    SlotLoad,
+)
+
+MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
+RECENT = 64  # recent TTFT/TPOT/stage samples kept
+
+
+@dataclass(slots=True)
+class _Times:
+    req_id: int
+    arrival_s: float
+    n_out: int = 0
+    first_token_s: float = float("nan")
+    last_token_s: float = float("nan")
+    held_streak: int = 0
+
+
+class RequestClock:
+    """Per-request ids and times as this rank observes them, plus recent TTFT/TPOT."""
+
+    def __init__(self) -> None:
+        self._times: OrderedDict[str, _Times] = OrderedDict()
+        self._next_id = 0
+        self.recent_ttft_ms: deque[float] = deque(maxlen=RECENT)
+        self.recent_tpot_ms: deque[float] = deque(maxlen=RECENT)
+        self.arrived_requests = 0
+        self.arrived_prompt_tokens = 0
+
+    def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
+        t = self._times.get(rid)
+        if t is None:
+            t = _Times(self._next_id, now_s)
+            self._next_id += 1
+            self._times[rid] = t
+            self.arrived_requests += 1
+            self.arrived_prompt_tokens += prompt_tokens
+            if len(self._times) > MAX_TRACKED:
+                self._times.popitem(last=False)
+        return t
+
+    def observe(self, req, now_s: float) -> _Times:
+        """Update a request's token times from its output count; record TTFT/TPOT samples."""
+        t = self.arrive(req.rid, len(req.origin_input_ids), now_s)
+        n = len(req.output_ids)
+        if n > t.n_out:
+            if t.n_out == 0:
+                t.first_token_s = now_s
+                self.recent_ttft_ms.append(1000.0 * (now_s - t.arrival_s))
+            t.last_token_s = now_s
+            t.n_out = n
+        if req.finished():
+            if t.n_out >= 2:
+                self.recent_tpot_ms.append(
+                    1000.0 * (t.last_token_s - t.first_token_s) / (t.n_out - 1))
+            self._times.pop(req.rid, None)
+        return t
+
+    def get(self, rid: str) -> _Times | None:
+        return self._times.get(rid)
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+
+def remaining_prompt(req) -> int:
+    """Prompt tokens not yet prefilled (a chunked request has prefilled up to extend_end)."""
+    done = max(int(getattr(req, "prefix_len", 0) or 0), int(getattr(req, "extend_end", 0) or 0))
+    return max(len(req.origin_input_ids) - done, 0)
+
+
+def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, limit: int
+                ) -> tuple[tuple[QueuedRequest, ...], int, int, QueuedRequest | None]:
+    """(FCFS view of at most ``limit``, exact count, exact remaining tokens, the chunked one)."""
+    def as_queued(req) -> QueuedRequest:
+        t = clock.arrive(req.rid, len(req.origin_input_ids), now_s)
+        return QueuedRequest(t.req_id, t.arrival_s, len(req.origin_input_ids),
+                             remaining_prompt(req))
+
+    chunked_q = as_queued(chunked) if chunked is not None else None
+    view = [as_queued(r) for r in waiting[:limit]]
+    view.sort(key=lambda q: (q.arrival_s, q.req_id))
+    tokens = sum(remaining_prompt(r) for r in waiting)
+    count = len(waiting)
+    if chunked_q is not None:
+        tokens += chunked_q.remaining_prompt_tokens
+        count += 1
+        view.insert(0, chunked_q)
+    return tuple(view[:limit]), count, tokens, chunked_q
+
+
+def context_len(req) -> int:
+    return len(req.origin_input_ids) + len(req.output_ids)
+
+
+def slot_loads(slot_reqs: Sequence[Iterable]) -> tuple[SlotLoad, ...]:
+    """Decode load per slot from its running + held requests (finished ones excluded)."""
+    loads = []
+    for slot, reqs in enumerate(slot_reqs):
+        live = [r for r in reqs if not r.finished()]
+        loads.append(SlotLoad(slot, len(live), sum(context_len(r) for r in live)))
+    return tuple(loads)
+
+
+def chunk_snapshot(*, now_s: float, iteration: int, slot: int, pp_size: int, waiting: Sequence,
+                   chunked, slot_reqs: Sequence[Iterable], kv_free: int, kv_total: int,
+                   clock: RequestClock, recent_stage_ms: Iterable[float], max_chunk: int,
+                   queue_view: int) -> ChunkSnapshot:
+    queue, count, tokens, chunked_q = queued_view(waiting, chunked, clock, now_s, queue_view)
+    return ChunkSnapshot(
+        now_s=now_s, iteration=iteration, slot=slot, pp_size=pp_size, queue=queue,
+        queued_requests=count, queued_prompt_tokens=tokens, chunked=chunked_q,
+        slots=slot_loads(slot_reqs), kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
+        recent_ttft_ms=tuple(clock.recent_ttft_ms), recent_tpot_ms=tuple(clock.recent_tpot_ms),
+        recent_stage_ms=tuple(recent_stage_ms),
+        arrived_requests_total=clock.arrived_requests,
+        arrived_prompt_tokens_total=clock.arrived_prompt_tokens, max_chunk_tokens=max_chunk)
+
+
+def decoding_request(req, clock: RequestClock, now_s: float) -> DecodingRequest:
+    t = clock.observe(req, now_s)
+    first = t.first_token_s if t.n_out else now_s
+    last = t.last_token_s if t.n_out else now_s
+    return DecodingRequest(req_id=t.req_id, arrival_s=t.arrival_s, context_len=context_len(req),
+                           generated_tokens=len(req.output_ids), first_token_s=first,
+                           last_token_s=last, held_streak=t.held_streak)
+
+
+def decode_snapshot(*, now_s: float, slot: int, pp_size: int, running: Sequence, held: Sequence,
+                    slot_sizes: Sequence[int], kv_free: int, kv_total: int, queued_requests: int,
+                    queued_prompt_tokens: int, clock: RequestClock) -> DecodeSnapshot:
+    """Finished requests must already be filtered out of ``running`` and ``held``."""
+    run = sorted((decoding_request(r, clock, now_s) for r in running),
+                 key=lambda d: (d.arrival_s, d.req_id))
+    hold = sorted((decoding_request(r, clock, now_s) for r in held),
+                  key=lambda d: (d.arrival_s, d.req_id))
+    return DecodeSnapshot(now_s=now_s, slot=slot, pp_size=pp_size, running=tuple(run),
+                          held=tuple(hold), slot_sizes=tuple(int(s) for s in slot_sizes),
+                          kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
+                          queued_requests=queued_requests,
+                          queued_prompt_tokens=queued_prompt_tokens,
+                          recent_tpot_ms=tuple(clock.recent_tpot_ms))
+
+
+def batch_shape(is_decode: bool, prefix_lens: Sequence[int] | None,
+                extend_lens: Sequence[int] | None, seq_lens: Sequence[int] | None,
+                num_decode_in_mixed: int = 0) -> BatchShape:
+    """A forward batch as the cost model sees it. Decode: one token per request over its context.
+
+    Mixed (``num_decode_in_mixed`` > 0): SGLang puts the decodes last in an extend batch, each
+    with extend length 1.
+    """
+    if is_decode:
+        lens = [int(s) for s in (seq_lens or ())]
+        return BatchShape(decode_count=len(lens), decode_ctx_sum=sum(lens))
+    prefixes = [int(p) for p in (prefix_lens or ())]
+    extends = [int(e) for e in (extend_lens or ())]
+    n_pre = len(extends) - num_decode_in_mixed
+    pieces = tuple((p, e) for p, e in zip(prefixes[:n_pre], extends[:n_pre], strict=True)
+                   if e > 0)
+    dec_ctx = sum(p + 1 for p in prefixes[n_pre:])
+    return BatchShape(prefill=pieces, decode_count=num_decode_in_mixed, decode_ctx_sum=dec_ctx)
