@@ -49,6 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--profile", default=None, help="profile JSON (default: built-in)")
     p.add_argument("--warmup-iterations", type=int, default=100,
                    help="stage-0 iterations replayed before errors count")
+    p.add_argument("--ds", default="off", help="delay scheduling in the simulated run: on or off")
     p.add_argument("--mixed-chunk", action="store_true",
                    help="let prefill batches carry their slot's decodes (mixed iterations)")
     p.add_argument("--no-noise", action="store_true",
@@ -119,7 +120,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                     parallel=args.parallel, chunk=args.chunk,
                                     profile_path=args.profile, data_dir=args.data_dir,
                                     seed=args.seed, warmup=args.warmup_iterations,
-                                    noise=not args.no_noise, mixed_chunk=args.mixed_chunk)
+                                    noise=not args.no_noise, mixed_chunk=args.mixed_chunk,
+                                    ds=args.ds)
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
         return 0
@@ -158,7 +160,8 @@ def stage0_rows(frame) -> list:
 def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, hardware: str,
                            parallel: str, chunk: str, profile_path: str | None,
                            data_dir: str | None, seed: int, warmup: int,
-                           noise: bool = True, mixed_chunk: bool = False) -> dict:
+                           noise: bool = True, mixed_chunk: bool = False,
+                           ds: str = "off") -> dict:
     """Simulate once, replay stage 0 through ALP for each linear variant (and the online
     linear correction), report errors in percent. The CLI owns this: policy code never
     imports the simulator."""
@@ -171,7 +174,7 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
     pp, tp = parse_parallel(parallel)
     config = RunConfig(model=model, hardware=hardware, parallel=parallel, chunk=chunk,
                        seed=seed, data_dir=data_dir, profile_path=profile_path, noise=noise,
-                       mixed_chunk=mixed_chunk)
+                       mixed_chunk=mixed_chunk, ds=ds)
     result = simulate(config, workload)
     rows = stage0_rows(result.iterations)
     if len(rows) <= warmup:
@@ -191,7 +194,7 @@ def evaluate_simulated_run(workload, *, workload_name: str | None, model: str, h
     report = {k: chosen[k] for k in ("mape", "p90_ape", "by_type", "n", "linear_variant",
                                      "correct_linear_online")}
     report["default_predictor"] = default_name
-    report.update(workload=workload_name, noise=noise, mixed_chunk=mixed_chunk, model=model,
+    report.update(workload=workload_name, noise=noise, mixed_chunk=mixed_chunk, ds=ds, model=model,
                   parallel=parallel, chunk=chunk,
                   iterations=len(rows), warmup_iterations=warmup, variants=variants,
                   run_p90_ttft_ms=result.summary["ttft_ms"]["p90"],
