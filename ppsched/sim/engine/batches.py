@@ -71,7 +71,7 @@ def build_prefill(eng: Engine, slot: int, now: float) -> Launched | None:
     admitted = 0
     # SGLang's PrefillAdder: running requests are charged their remaining output tokens times
     # new_token_ratio; a new request needs its whole input plus its remaining output.
-    room = eng.kv_free() - eng.rem_output * eng.new_token_ratio
+    room = eng.kv_free() - eng.rem_output * eng.new_token_ratio - (len(members) if mixed else 0)
     while budget > 0 and eng.queue and eng.chunked is None:
         req = eng.queue[0]
         if eng.active >= eng.max_running or len(members) + admitted >= eng.per_slot_cap:
