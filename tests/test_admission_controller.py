@@ -26,11 +26,9 @@ SLO = Slo(2000.0, 200.0)
 
 
 def snap(now: float, prompt: int = 100, queued: int = 0, *, stages: tuple[float, ...] = (),
-         pp: int = 1, chunk: int = 1000, ttft: tuple[float, ...] = (),
-         tpot: tuple[float, ...] = ()) -> AdmissionSnapshot:
+         pp: int = 1, chunk: int = 1000, tpot: tuple[float, ...] = ()) -> AdmissionSnapshot:
     return AdmissionSnapshot(now, prompt, queued, 1 if queued else 0, SLO, pp_size=pp,
-                             chunk_tokens=chunk, recent_stage_ms=stages, recent_ttft_ms=ttft,
-                             recent_tpot_ms=tpot)
+                             chunk_tokens=chunk, recent_stage_ms=stages, recent_tpot_ms=tpot)
 
 
 # --- drain rate -------------------------------------------------------------------------------
@@ -160,12 +158,13 @@ def test_tpot_guard_rejects_while_recent_requests_miss_and_names_it():
 
 def test_guard_needs_samples_and_ignores_stale_ones():
     ctl = AdmissionController(AdmissionConfig(guard_min_samples=8, guard_stale_s=5.0))
-    late = (9000.0,) * 7
-    assert ctl.admit(snap(0.0, 100, 0, stages=(10.0,), ttft=late)).admit  # too few samples
-    late = (9000.0,) * 8
-    assert not ctl.admit(snap(1.0, 100, 0, stages=(10.0,), ttft=late)).admit
-    assert not ctl.admit(snap(6.0, 100, 0, stages=(10.0,), ttft=late)).admit  # 5 s: still fresh
-    assert ctl.admit(snap(6.1, 100, 0, stages=(10.0,), ttft=late)).admit  # stale: ignored
+    late = (900.0,) * 7
+    assert ctl.admit(snap(0.0, 100, 0, stages=(10.0,), tpot=late)).admit  # too few samples
+    late = (900.0,) * 7 + (math.nan,) * 3 + (901.0,)  # NaN (1-token requests) do not count
+    assert ctl.admit(snap(0.5, 100, 0, stages=(10.0,), tpot=late[:-1])).admit
+    assert not ctl.admit(snap(1.0, 100, 0, stages=(10.0,), tpot=late)).admit
+    assert not ctl.admit(snap(6.0, 100, 0, stages=(10.0,), tpot=late)).admit  # 5 s: still fresh
+    assert ctl.admit(snap(6.1, 100, 0, stages=(10.0,), tpot=late)).admit  # stale: ignored
 
 
 def test_guards_off_admits_despite_misses():
@@ -201,6 +200,7 @@ def test_gate_fills_the_run_constants():
                          chunk_tokens=500)
     d = gate.check(0.0, 100, 400, 1, [5.0, 5.0])  # 500 tok per 5 ms -> 5 ms; tail 2 x 5 ms
     assert d.admit and d.predicted_ttft_ms == pytest.approx(15.0)
+    assert not gate.check(0.1, 100, 400, 1, [5.0], [300.0] * 10).admit  # TPOT guard fed
 
 
 @pytest.mark.parametrize("kwargs", [{"now_s": -1.0}, {"now_s": math.nan}, {"prompt_tokens": 0},

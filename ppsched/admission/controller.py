@@ -8,11 +8,11 @@ seen, and whenever the queue is empty (nothing ahead: the request's own prefill 
 one chunk per recent median stage time stands in. With nothing measured at all the request is
 admitted.
 
-Observed-SLO guards (``guard.py``, on by default): the prediction is an average and sees only
-the wait for the first token. An SGLang-style engine gives prefill priority, so every admitted
-prompt also pauses the decodes of the slot it lands in. While the recent P90 TTFT or P90 TPOT is
-already above the SLO, admitting more only makes more requests miss; the guards reject until the
-samples recover (or go stale).
+TPOT guard (``guard.py``, on by default): an SGLang-style engine gives prefill priority, so
+every admitted prompt also pauses the decodes of the slot it lands in. While the recent P90 TPOT
+is already above the SLO, admitting more only makes more requests miss; the guard rejects until
+the samples recover (or go stale). It reads finished requests, so it lags by about one request
+lifetime.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ class AdmissionConfig:
     """``headroom``: admit only if predicted TTFT <= headroom x SLO (below 1: room for the spread
     of waits around the average drain). ``half_life_s``: how fast old drain samples fade;
     ``min_window_s``: backlog time needed before the measured rate is trusted.
-    ``guard_percentile``: the observed-SLO guards' statistic (None: guards off);
-    ``guard_min_samples``: samples needed before a guard may fire; ``guard_stale_s``: samples
-    unchanged this long are ignored."""
+    ``guard_percentile``: the TPOT guard's statistic (None: guard off); ``guard_min_samples``:
+    samples needed before it may fire; ``guard_stale_s``: samples unchanged this long are
+    ignored."""
 
     headroom: float = 0.8
     half_life_s: float = 20.0
@@ -82,10 +82,10 @@ class AdmissionController:
     def __init__(self, config: AdmissionConfig | None = None) -> None:
         self.config = cfg = config or AdmissionConfig()
         self.drain = DrainRateEstimator(cfg.half_life_s, cfg.min_window_s)
-        self._guards = None
+        self._tpot_guard = None
         if cfg.guard_percentile is not None:
-            self._guards = tuple(SampleGuard(cfg.guard_percentile, cfg.guard_min_samples,
-                                             cfg.guard_stale_s) for _ in range(2))
+            self._tpot_guard = SampleGuard(cfg.guard_percentile, cfg.guard_min_samples,
+                                           cfg.guard_stale_s)
         self.admitted = 0
         self.rejected = 0
 
@@ -104,17 +104,13 @@ class AdmissionController:
         return 1000.0 * ahead / rate + tail_ms, rate
 
     def _guard_reason(self, snap: AdmissionSnapshot) -> str | None:
-        if self._guards is None:
+        if self._tpot_guard is None:
             return None
-        q = self.config.guard_percentile
-        checks = (("TTFT", snap.recent_ttft_ms, snap.slo.ttft_ms),
-                  ("TPOT", snap.recent_tpot_ms, snap.slo.tpot_ms))
-        for guard, (what, samples, limit) in zip(self._guards, checks, strict=True):
-            level = guard.level(snap.now_s, samples)
-            if level is not None and level > limit:
-                return (f"admission: recent P{q:g} {what} {level:.0f} ms > SLO {limit:g} ms "
-                        "(requests already missing it)")
-        return None
+        level = self._tpot_guard.level(snap.now_s, snap.recent_tpot_ms)
+        if level is None or level <= snap.slo.tpot_ms:
+            return None
+        return (f"admission: recent P{self.config.guard_percentile:g} TPOT {level:.0f} ms > SLO "
+                f"{snap.slo.tpot_ms:g} ms (decodes already late)")
 
     def admit(self, snap: AdmissionSnapshot) -> AdmissionDecision:
         self.drain.update(snap.now_s, snap.queued_prompt_tokens)

@@ -20,10 +20,9 @@ class AdmissionGate:
 
     def check(self, now_s: float, prompt_tokens: int, queued_prompt_tokens: int,
               queued_requests: int, recent_stage_ms: Iterable[float],
-              recent_ttft_ms: Iterable[float] = (), recent_tpot_ms: Iterable[float] = ()
-              ) -> AdmissionDecision:
+              recent_tpot_ms: Iterable[float] = ()) -> AdmissionDecision:
         return self.controller.admit(AdmissionSnapshot(
             now_s=now_s, prompt_tokens=prompt_tokens, queued_prompt_tokens=queued_prompt_tokens,
             queued_requests=queued_requests, slo=self.slo, pp_size=self.pp_size,
             chunk_tokens=self.chunk_tokens, recent_stage_ms=tuple(recent_stage_ms),
-            recent_ttft_ms=tuple(recent_ttft_ms), recent_tpot_ms=tuple(recent_tpot_ms)))
+            recent_tpot_ms=tuple(recent_tpot_ms)))

@@ -16,7 +16,7 @@ class AdmissionSnapshot:
     request's remaining prompt, the chunked one included). ``recent_stage_ms`` are measured
     stage-0 latencies of recent microbatches (most recent last) and ``chunk_tokens`` the prefill
     budget of one microbatch: together a fallback drain-rate estimate before any backlog was seen.
-    ``recent_ttft_ms`` and ``recent_tpot_ms`` feed the observed-SLO guards (``guard.py``).
+    ``recent_tpot_ms`` feed the TPOT guard (``guard.py``).
     """
 
     now_s: float
@@ -27,7 +27,6 @@ class AdmissionSnapshot:
     pp_size: int = 1
     chunk_tokens: int = 2048
     recent_stage_ms: tuple[float, ...] = ()
-    recent_ttft_ms: tuple[float, ...] = ()  # TTFT of recent first tokens, most recent last
     recent_tpot_ms: tuple[float, ...] = ()  # mean TPOT of recently finished requests, recent last
 
     def __post_init__(self) -> None:
