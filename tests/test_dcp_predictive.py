@@ -15,6 +15,7 @@ from ppsched.dcp.predictive import (
     PredictiveChunk,
     PredictiveConfig,
     backlog_demand,
+    steady_tpot,
 )
 from ppsched.dcp.signals import candidate_grid
 
@@ -58,29 +59,36 @@ def test_paper_supply_model_is_pp_times_more_conservative():
     assert paper().decide(make_snap(queue=q)).chunk_tokens == 512
 
 
+def mixed(ctl: PredictiveChunk) -> PredictiveChunk:
+    """Let the controller see one mixed batch: the engine runs --enable-mixed-chunk."""
+    ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 64),), 2, 100), 12.0))
+    assert ctl.mixed_seen
+    return ctl
+
+
 def test_overloaded_takes_largest_meeting_tpot():
-    # 150 decodes x 1000 ctx per slot: stage = 28 + 0.02 c <= 52.5  <=>  c <= 1225 -> 1152
-    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(150,) * 4))
+    snap = make_snap(queue=late_queue(100_000), decodes=(150,) * 4)  # 200k tok/s: hopeless
+    # paper: c prefill + 150 decodes: stage = 28 + 0.02 c <= 52.5  <=>  c <= 1225 -> 1152
+    d = paper().decide(snap)
     assert (d.chunk_tokens, d.reason) == (1152, "overloaded:largest-meeting-tpot")
     assert d.predicted_stage_ms * 4 <= 1.05 * 200
+    # mixed engine: decodes spend the budget, batch = c tokens: 25 + 0.02 c <= 52.5 -> 1280
+    assert mixed(ours()).decide(snap).chunk_tokens == 1280
+    # plain engine: the prefill microbatch carries no decodes: 10 + 0.02 c fits up to 2048
+    assert ours().decide(snap).chunk_tokens == 2048
 
 
 def test_tpot_violated_everywhere_takes_minimum_then_safety_floor():
-    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(150,) * 4,
-                                ctx_per_decode=3000))
-    assert (d.chunk_tokens, d.reason) == (256, "tpot-infeasible:min+safety-floor")
-
-
-def test_kv_pressure_guard():
-    d = ours().decide(make_snap(queue=late_queue(100_000), decodes=(40, 0, 0, 0),
-                                kv_free=2_000))
-    assert (d.chunk_tokens, d.reason) == (128, "kv-watermark")
+    snap = make_snap(queue=late_queue(100_000), decodes=(150,) * 4, ctx_per_decode=3000)
+    for ctl in (paper(), mixed(ours())):
+        d = ctl.decide(snap)
+        assert (d.chunk_tokens, d.reason) == (256, "tpot-infeasible:min+safety-floor")
 
 
 def test_fullest_slot_vs_asking_slot():
     # slot 0 asks with no decodes; slot 2 holds 150 decodes. Ours bounds TPOT by slot 2.
     snap = make_snap(slot=0, queue=late_queue(100_000), decodes=(0, 0, 150, 0))
-    assert ours().decide(snap).chunk_tokens == 1152
+    assert mixed(ours()).decide(snap).chunk_tokens == 1280
     assert paper().decide(snap).chunk_tokens == 2048
 
 
@@ -90,7 +98,34 @@ def test_prefix_of_chunked_request_enters_the_shape():
     seen: list[BatchShape] = []
     fake.predict_many = lambda shapes: (seen.extend(shapes), [20.0] * len(shapes))[1]
     ctl.decide(make_snap(chunked=waiting(7, 99.0, 5000, remaining=1000)))
-    assert {s.prefill[0][0] for s in seen} == {4000}
+    assert {s.prefill[0][0] for s in seen if s.prefill} == {4000}
+
+
+def test_steady_model_prefers_fewer_turns_when_stages_have_fixed_cost():
+    # 15 ms before the first token: 128-token turns pay it twice as often as 256-token ones
+    fake = LinearFake(base=15.0)
+    snap = make_snap(queue=late_queue(1500, n=1, waited_s=0.6), decodes=(60,) * 4,
+                     ctx_per_decode=800)
+    smallest = PredictiveChunk(SLO, 4, fake, PredictiveConfig(select="paper")).decide(snap)
+    steady = PredictiveChunk(SLO, 4, fake).decide(snap)
+    assert smallest.chunk_tokens == 128 and smallest.reason == "feasible:smallest"
+    assert steady.reason == "feasible:min-tpot" and steady.chunk_tokens > 128
+    est = dict(steady.inputs)["tpot_est_ms"]
+    assert est <= 1.05 * 200
+
+
+def test_steady_tpot_model():
+    pp, d = 4, 20.0
+    # no demand: decodes every round of pp decode stages, whatever the chunk
+    assert steady_tpot([256], [30.0], d, 0.0, pp, lost_turn=True) == [pytest.approx(pp * d)]
+    # a chunk that cannot keep up is infinite; a lost decode turn only makes it worse
+    assert steady_tpot([128], [25.0], d, 10.0, pp, lost_turn=False) == [math.inf]
+    lost = steady_tpot([512], [40.0], d, 3.0, pp, lost_turn=True)[0]
+    kept = steady_tpot([512], [40.0], d, 3.0, pp, lost_turn=False)[0]
+    assert pp * d < kept < lost < math.inf
+    # the solved prefill fraction satisfies the keep-up equation pp f p = demand R(f)
+    f = 1 - kept / lost
+    assert pp * f * 512 == pytest.approx(3.0 * kept, rel=1e-3)
 
 
 def test_late_request_means_overloaded():

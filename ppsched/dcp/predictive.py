@@ -17,7 +17,15 @@ stage finishes one c-token microbatch per stage time, pp_size chunks per period,
 (2) demand = max over the FCFS prefix of (cumulative tokens / budget of its last request): FCFS
 serves older requests first, so request i is done only when everything ahead of it is too;
 (3) the TPOT bound uses the fullest slot's decodes, since the chunk held for 2*pp_size iterations
-lands in every slot, not only the one that happened to ask.
+lands in every slot, not only the one that happened to ask;
+(4) the batch the engine will really build: once ALP has seen a mixed batch (SGLang
+--enable-mixed-chunk), decodes spend one budget token each, so a c-token budget carries c - d
+prefill tokens, and supply counts those; until then (SGLang's default loop) a prefill microbatch
+carries no decodes and its slot's decodes skip that turn;
+(5) among chunks that keep up with the demand, the one with the least steady-state TPOT rather
+than the smallest (``steady_tpot``). The smallest chunk is best only when a stage has no fixed
+cost; A100 stages cost ~17 ms before the first token, so 128-token chunks need twice the turns
+of 256-token ones, and in the plain loop every prefill turn is a decode turn lost.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from ppsched.dcp.signals import (
 )
 
 INF = float("inf")
+NAN = float("nan")
 
 
 class StagePredictor(Protocol):
@@ -63,6 +72,8 @@ class PredictiveConfig:
     supply: str = "pipelined"  # "paper": c / (stage * pp); "pipelined": c / stage
     demand: str = "fcfs"  # "paper": sum_i rem_i / budget_i; "fcfs": max prefix cum / budget
     decodes: str = "fullest"  # "paper": the asking slot's decodes; "fullest": the fullest slot's
+    batch: str = "engine"  # "paper": c prefill + d decodes; "engine": as the engine builds it (4)
+    select: str = "steady"  # "paper": smallest feasible; "steady": least steady-state TPOT (5)
 
     def __post_init__(self) -> None:
         if self.step <= 0 or self.max_tokens < self.step:
@@ -74,12 +85,15 @@ class PredictiveConfig:
                              "window_s > 0, cadence >= 1, 0 <= kv_watermark < 1")
         for name, value, allowed in (("supply", self.supply, ("paper", "pipelined")),
                                      ("demand", self.demand, ("paper", "fcfs")),
-                                     ("decodes", self.decodes, ("paper", "fullest"))):
+                                     ("decodes", self.decodes, ("paper", "fullest")),
+                                     ("batch", self.batch, ("paper", "engine")),
+                                     ("select", self.select, ("paper", "steady"))):
             if value not in allowed:
                 raise ValueError(f"predictive: {name}={value!r}, expected one of {allowed}")
 
 
-PAPER_CONFIG = PredictiveConfig(supply="paper", demand="paper", decodes="paper")
+PAPER_CONFIG = PredictiveConfig(supply="paper", demand="paper", decodes="paper", batch="paper",
+                                select="paper")
 
 
 def backlog_demand(snap: ChunkSnapshot, slo: Slo, wait_fraction: float, fcfs: bool) -> float:
@@ -110,6 +124,38 @@ def backlog_demand(snap: ChunkSnapshot, slo: Slo, wait_fraction: float, fcfs: bo
     return demand
 
 
+def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float, demand: float,
+                pp: int, *, lost_turn: bool, iters: int = 12) -> list[float]:
+    """Mean TPOT (ms) per candidate when prefill turns must carry ``demand`` tokens/ms.
+
+    Each of the pp slots takes one turn per round; a fraction f of turns prefill p tokens with
+    stage time P, the rest decode with stage time D. Every stage serves the round's microbatches
+    in order and a slot waits for its own result, so a round lasts pp * (longest stage in it):
+    R(f) = pp (P - (P - D)(1 - f)^pp) with turns independent. Keeping up needs
+    pp f p = demand R(f), solved by fixed-point iteration from f = demand D / p. A decode advances
+    once per round, or only in the (1 - f) of its slot's turns that are not prefill when
+    ``lost_turn`` (SGLang's default loop: a prefill batch carries no decodes). inf where the
+    candidate cannot keep up (f >= 1).
+    """
+    out = []
+    for p, big in zip(prefill, stage, strict=True):
+        if p <= 0:
+            out.append(INF)
+            continue
+        excess = big - decode_ms
+        f = demand * decode_ms / p
+        for _ in range(iters):
+            if f >= 1.0:
+                break
+            f = demand * (big - excess * (1.0 - f) ** pp) / p
+        if f >= 1.0:
+            out.append(INF)
+            continue
+        rnd = pp * (big - excess * (1.0 - f) ** pp)
+        out.append(rnd / (1.0 - f) if lost_turn else rnd)
+    return out
+
+
 class PredictiveChunk:
     def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
                  config: PredictiveConfig | None = None, name: str = "predictive") -> None:
@@ -123,11 +169,15 @@ class PredictiveChunk:
         self._arrivals = ArrivalWindow(self.cfg.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
+        self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
 
     def observe(self, measurement: StageMeasurement) -> None:
         # ALP learns from every measured iteration, prefill or decode, any stage
-        if measurement.shape.kind != "empty" and measurement.measured_ms > 0:
+        kind = measurement.shape.kind
+        if kind != "empty" and measurement.measured_ms > 0:
             self.predictor.update(measurement.shape, measurement.measured_ms)
+        if kind == "mixed":
+            self.mixed_seen = True
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
         cfg = self.cfg
@@ -142,50 +192,81 @@ class PredictiveChunk:
                                                 last.predicted_stage_ms))
         self._next_iteration = snap.iteration + cfg.cadence * self.pp_size
 
+        slots = snap.slots
         if cfg.decodes == "fullest":
-            load = max(snap.slots, key=lambda s: (s.decode_reqs, s.decode_ctx_sum), default=None)
+            load = max(slots, key=lambda s: (s.decode_reqs, s.decode_ctx_sum), default=None)
         else:
-            load = next((s for s in snap.slots if s.slot == snap.slot), None)
+            load = next((s for s in slots if s.slot == snap.slot), None)
         d_reqs, d_ctx = (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+        n = len(slots) or 1
+        avg_reqs = sum(s.decode_reqs for s in slots) // n
+        avg_ctx = sum(s.decode_ctx_sum for s in slots) // n
         ch = snap.chunked
         prefix = ch.prompt_tokens - ch.remaining_prompt_tokens if ch is not None else 0
-        stage = self.predictor.predict_many(
-            [BatchShape(((prefix, c),), d_reqs, d_ctx) for c in candidates])
         pp = self.pp_size
+        plain = cfg.batch == "engine" and not self.mixed_seen
+        if cfg.batch == "paper":
+            prefill = list(candidates)
+            shapes = [BatchShape(((prefix, c),), d_reqs, d_ctx) for c in candidates]
+        elif self.mixed_seen:  # decodes share the budget; a candidate at or below d carries none
+            prefill = [max(c - d_reqs, 0) for c in candidates]
+            shapes = [BatchShape(((prefix, p),) if p else (), d_reqs, d_ctx) for p in prefill]
+        else:  # SGLang's default: a prefill-only microbatch; the other slots decode meanwhile
+            prefill = list(candidates)
+            shapes = [BatchShape(((prefix, c),)) for c in candidates]
+        shapes.append(BatchShape((), avg_reqs, avg_ctx))  # the typical decode microbatch
+        stage = list(self.predictor.predict_many(shapes))
+        dec_avg = stage.pop()
+        if not avg_reqs:
+            dec_avg = 0.0
+        periods = [ms * pp for ms in stage]  # a round is paced by its longest microbatch
         tpot_cap = cfg.tpot_margin * self.slo.tpot_ms
         demand = backlog_demand(snap, self.slo, cfg.wait_fraction, cfg.demand == "fcfs")
         demand += arrival_rate
         per_period = pp if cfg.supply == "paper" else 1
 
-        chosen = -1  # index into candidates
-        meets_tpot = -1  # largest index meeting TPOT
-        for i, c in enumerate(candidates):
-            ms = stage[i]
-            if ms * pp > tpot_cap:
+        feasible = []  # indices meeting TPOT and supplying the demand
+        meets_tpot = -1  # largest index whose period meets TPOT
+        for i, p in enumerate(prefill):
+            if periods[i] > tpot_cap:
                 continue
             meets_tpot = i
-            if chosen < 0 and 1000.0 * c / (ms * per_period) >= demand:
-                chosen = i
+            if p and 1000.0 * p / (stage[i] * per_period) >= demand:
+                feasible.append(i)
+        tpot_est = None
+        steady_reason = ""
+        if cfg.select == "steady" and dec_avg > 0 and demand < INF:
+            tpot_est = steady_tpot(prefill, stage, dec_avg, demand / 1000.0, pp, lost_turn=plain)
+            keep_up = [i for i, t in enumerate(tpot_est) if t < INF]
+            feasible = [i for i in keep_up if tpot_est[i] <= tpot_cap]
+            # keeps up but TPOT is tight everywhere: the least-TPOT chunk is still the best bet
+            pool = feasible or keep_up
+            chosen = min(pool, key=tpot_est.__getitem__) if pool else -1
+            steady_reason = "feasible:min-tpot" if feasible else "tpot-tight:min-tpot"
+        else:
+            chosen = feasible[0] if feasible else -1
         if kv_pressure(snap, cfg.kv_watermark):
             idx, reason = candidates.index(floor), "kv-watermark"
         elif meets_tpot < 0:
             idx, reason = 0, "tpot-infeasible:min"
         elif chosen >= 0:
-            idx, reason = chosen, "feasible:smallest"
+            idx, reason = chosen, (steady_reason if tpot_est else "feasible:smallest")
         else:
             idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
         chunk = candidates[idx]
         if chunk < floor:
             chunk, reason = floor, reason + "+safety-floor"
             idx = candidates.index(floor)
-        supply = 1000.0 * chunk / (stage[idx] * per_period) if stage[idx] > 0 else INF
+        supply = 1000.0 * prefill[idx] / (stage[idx] * per_period) if stage[idx] > 0 else INF
         return self._remember(ChunkDecision(chunk, reason, (
             ("demand_tok_s", demand), ("arrival_tok_s", arrival_rate),
-            ("supply_tok_s", supply), ("period_ms", stage[idx] * pp),
+            ("supply_tok_s", supply), ("period_ms", periods[idx]),
+            ("mixed_seen", float(self.mixed_seen)),
             ("tpot_cap_ms", tpot_cap),
             ("max_tpot_chunk", float(candidates[meets_tpot]) if meets_tpot >= 0 else 0.0),
             ("slot_decodes", float(d_reqs)), ("prefix", float(prefix)),
             ("kv_free_frac", snap.kv_free_fraction),
+            ("tpot_est_ms", tpot_est[idx] if tpot_est else NAN),
         ), float(stage[idx])))
 
     def _remember(self, decision: ChunkDecision) -> ChunkDecision:
