@@ -147,7 +147,11 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
         for _ in range(iters):
             if f >= 1.0:
                 break
-            f = demand * (big - excess * (1.0 - f) ** pp) / p
+            nxt = demand * (big - excess * (1.0 - f) ** pp) / p
+            done = abs(nxt - f) < 1e-6
+            f = nxt
+            if done:
+                break
         if f >= 1.0:
             out.append(INF)
             continue

@@ -6,6 +6,7 @@ except ``ArrivalWindow``, which turns the engine's cumulative counters into a wi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ PAPER_MAX = 2048
 PAPER_KV_WATERMARK = 0.10  # artifact: free KV below 10% -> smallest safe chunk
 
 
+@functools.lru_cache(maxsize=64)  # called every iteration with the same few arguments
 def candidate_grid(cap: int, step: int = PAPER_STEP, top: int = PAPER_MAX) -> tuple[int, ...]:
     """step, 2*step, ... up to min(top, cap); (cap,) when the engine's cap is below one step."""
     if cap <= 0 or step <= 0:
