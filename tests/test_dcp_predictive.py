@@ -194,3 +194,12 @@ def test_decision_invariants(tokens, decodes, ctx, waited, cap, use_paper):
         assert d.chunk_tokens > max(decodes)
     if d.reason in ("feasible:smallest", "overloaded:largest-meeting-tpot"):
         assert d.predicted_stage_ms * 4 <= 1.05 * 200 + 1e-9
+
+
+def test_kv_pressure_guard():
+    snap = make_snap(queue=late_queue(100_000), decodes=(40, 0, 0, 0), kv_free=2_000)
+    for ctl in (paper(), mixed(ours())):
+        d = ctl.decide(snap)
+        assert (d.chunk_tokens, d.reason) == (128, "kv-watermark")
+    # plain loop: shrinking would only add lost decode turns; admission already waits for KV
+    assert ours().decide(snap).reason != "kv-watermark"

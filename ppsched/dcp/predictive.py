@@ -21,7 +21,9 @@ lands in every slot, not only the one that happened to ask;
 (4) the batch the engine will really build: once ALP has seen a mixed batch (SGLang
 --enable-mixed-chunk), decodes spend one budget token each, so a c-token budget carries c - d
 prefill tokens, and supply counts those; until then (SGLang's default loop) a prefill microbatch
-carries no decodes and its slot's decodes skip that turn;
+carries no decodes and its slot's decodes skip that turn, so the KV-watermark guard (shrink to
+free KV) is skipped there: smaller chunks mean more lost decode turns, and the engine's admission
+already waits for free KV;
 (5) among chunks that keep up with the demand, the one with the least steady-state TPOT rather
 than the smallest (``steady_tpot``). The smallest chunk is best only when a stage has no fixed
 cost; A100 stages cost ~17 ms before the first token, so 128-token chunks need twice the turns
@@ -249,7 +251,9 @@ class PredictiveChunk:
             steady_reason = "feasible:min-tpot" if feasible else "tpot-tight:min-tpot"
         else:
             chosen = feasible[0] if feasible else -1
-        if kv_pressure(snap, cfg.kv_watermark):
+        # KV guard: a small chunk frees KV only when decodes ride in prefill batches; in the plain
+        # loop it multiplies prefill turns, each a lost decode turn (admission already waits for KV)
+        if kv_pressure(snap, cfg.kv_watermark) and not plain:
             idx, reason = candidates.index(floor), "kv-watermark"
         elif meets_tpot < 0:
             idx, reason = 0, "tpot-infeasible:min"
