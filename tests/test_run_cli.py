@@ -27,8 +27,8 @@ def test_writes_the_four_outputs_with_the_promised_columns(pp_run, capsys):
     summary = json.loads((pp_run / "summary.json").read_text())
     for key in ("requests", "completed", "rejected", "ttft_ms", "tpot_ms", "e2e_ms",
                 "iteration_ms", "slo_attainment", "goodput_ok", "throughput_rps",
-                "output_tokens_per_s", "bubble_fraction", "sim_wall_s", "sim_speed", "config",
-                "retractions", "ds_holds", "ds_max_consecutive_holds", "workload"):
+                "output_tokens_per_s", "bubble_fraction", "sim_wall_s", "sim_speed", "sim_cpu_s",
+                "config", "retractions", "ds_holds", "ds_max_consecutive_holds", "workload"):
         assert key in summary, key
     for key in ("mean", "p50", "p90", "p99", "p999"):
         assert key in summary["iteration_ms"]

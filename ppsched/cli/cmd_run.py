@@ -106,5 +106,5 @@ def print_summary(s: dict, config: RunConfig, out: str) -> None:
     print(f"SLO        attainment {s['slo_attainment']:.1%}  goodput_ok {s['goodput_ok']}  "
           f"(TTFT {config.slo.ttft_ms:g} ms, TPOT {config.slo.tpot_ms:g} ms)")
     print(f"simulated  {s['sim_end_s']:.1f} s in {s['sim_wall_s']:.2f} s wall "
-          f"({s['sim_speed']:.0f}x)")
+          f"({s['sim_speed']:.0f}x; {s['sim_speed_cpu']:.0f}x per CPU second)")
     print(f"outputs    {out}")

@@ -106,25 +106,38 @@ def check_iterations(it: pd.DataFrame) -> None:
 
 
 def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
-    stage0 = it[it["stage"] == 0].set_index("mb") if not it.empty else it
-    chunk_mbs = [d["mb"] for d in decisions if d["type"] == "chunk" and d["mb"] >= 0]
-    if len(set(chunk_mbs)) != len(chunk_mbs):
+    stage0 = it[it["stage"] == 0].sort_values("mb")
+    mbs = stage0["mb"].to_numpy()
+    if mbs.size and not np.array_equal(mbs, np.arange(mbs.size)):
+        raise SimInvariantError("microbatch ids are not 0..n-1 on stage 0")
+    chunk_col = stage0["chunk"].to_numpy()
+    used = stage0["prefill_tokens"].to_numpy() + stage0["decode_reqs"].to_numpy()
+    prefill = stage0["prefill_tokens"].to_numpy()
+    decode_reqs = stage0["decode_reqs"].to_numpy()
+    chunk = [d for d in decisions if d["type"] == "chunk" and d["mb"] >= 0]
+    c_mb = np.fromiter((d["mb"] for d in chunk), np.int64, len(chunk))
+    c_val = np.fromiter((d["chunk"] for d in chunk), np.int64, len(chunk))
+    if np.unique(c_mb).size != c_mb.size:
         raise SimInvariantError("two chunk decisions claim the same microbatch")
-    prefill_mbs = stage0.index[stage0["prefill_tokens"] > 0] if not it.empty else []
-    if set(chunk_mbs) != set(int(m) for m in prefill_mbs):
-        missing = sorted(set(int(m) for m in prefill_mbs) ^ set(chunk_mbs))
-        _fail("prefill microbatches and chunk decisions do not match one-to-one", missing)
-    for d in decisions:
-        if d["mb"] < 0:
-            continue
-        row = stage0.loc[d["mb"]]
-        if d["type"] == "chunk":
-            used = int(row["prefill_tokens"]) + int(row["decode_reqs"])
-            if int(row["chunk"]) != d["chunk"] or used > d["chunk"]:
-                _fail(f"microbatch uses {used} tokens under chunk {d['chunk']}", [d["mb"]])
-        elif d["type"] == "trim":
-            if int(row["decode_reqs"]) > d["run"] or row["prefill_tokens"] > 0:
-                _fail("trimmed decode batch larger than its run set", [d["mb"]])
+    if np.any(c_mb >= mbs.size):
+        _fail("chunk decision names a microbatch that never ran", c_mb[c_mb >= mbs.size])
+    has_decision = np.zeros(mbs.size, bool)
+    has_decision[c_mb] = True
+    mismatch = has_decision != (prefill > 0)
+    if mismatch.any():
+        _fail("prefill microbatches and chunk decisions do not match one-to-one",
+              np.flatnonzero(mismatch))
+    bad = (chunk_col[c_mb] != c_val) | (used[c_mb] > c_val)
+    if bad.any():
+        _fail("microbatch does not fit the chunk its decision chose", c_mb[bad])
+    trims = [d for d in decisions if d["type"] == "trim" and d["mb"] >= 0]
+    t_mb = np.fromiter((d["mb"] for d in trims), np.int64, len(trims))
+    t_run = np.fromiter((d["run"] for d in trims), np.int64, len(trims))
+    if np.any(t_mb >= mbs.size):
+        _fail("trim decision names a microbatch that never ran", t_mb[t_mb >= mbs.size])
+    bad = (decode_reqs[t_mb] > t_run) | (prefill[t_mb] > 0)
+    if bad.any():
+        _fail("trimmed decode batch larger than its run set", t_mb[bad])
 
 
 def check_all(specs: Sequence[RequestSpec], records: Sequence[RequestRecord],

@@ -81,6 +81,7 @@ def build_prefill(eng: Engine, slot: int, now: float) -> Launched | None:
             break  # FCFS: the head waits for KV, nobody overtakes it
         room -= need
         eng.queue.popleft()
+        eng.queue_version += 1
         eng.active += 1
         eng.rem_output += req.output - req.generated
         admitted += 1

@@ -1,7 +1,12 @@
-"""Per-stage iteration rows and the decision log, kept as plain lists; one DataFrame at the end."""
+"""Per-stage iteration rows and the decision log, kept compact; one DataFrame at the end.
+
+One tuple per microbatch (what it carried) and four floats per stage run (start, end, idle before,
+measured ms) in a flat ``array('d')``: long overload runs keep millions of stage rows.
+"""
 
 from __future__ import annotations
 
+from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,31 +20,47 @@ if TYPE_CHECKING:
 COLUMNS = ("mb", "slot", "stage", "start_s", "end_s", "prefill_tokens", "prefix_tokens",
            "decode_reqs", "decode_ctx_sum", "chunk", "idle_before_s", "predicted_ms",
            "measured_ms", "kind")
+_MB_COLUMNS = ("slot", "prefill_tokens", "prefix_tokens", "decode_reqs", "decode_ctx_sum",
+               "chunk", "predicted_ms", "kind")
 
 
 class RunLog:
-    def __init__(self) -> None:
-        self.rows: list[tuple] = []
+    def __init__(self, stages: int = 1) -> None:
+        self.stages = stages
+        self.batches: list[tuple] = []
+        self.stage_values = array("d")  # per stage run: start, end, idle before, measured ms
         self.decisions: list[dict] = []
 
     def add_batch(self, mb: int, batch: Launched, runs: list[StageRun]) -> None:
+        if mb != len(self.batches) or len(runs) != self.stages:
+            raise ValueError(f"microbatch {mb} logged out of order or with {len(runs)} stages")
         if batch.decision is not None:
             batch.decision["mb"] = mb
         if batch.trim is not None:
             batch.trim["mb"] = mb
         shape = batch.shape
-        prefill = shape.prefill_tokens
-        prefix = sum(p for p, _ in shape.prefill)
-        kind = shape.kind
-        head = (mb, batch.slot)
-        tail = (prefill, prefix, shape.decode_count, shape.decode_ctx_sum, batch.chunk)
-        for stage, start, end, idle, ms in runs:
-            self.rows.append(head + (stage, start, end) + tail + (idle, batch.predicted_ms, ms,
-                                                                  kind))
+        self.batches.append((batch.slot, shape.prefill_tokens, sum(p for p, _ in shape.prefill),
+                             shape.decode_count, shape.decode_ctx_sum, batch.chunk,
+                             batch.predicted_ms, shape.kind))
+        values = self.stage_values
+        for _stage, start, end, idle, ms in runs:
+            values.extend((start, end, idle, ms))
 
     def frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame.from_records(self.rows, columns=list(COLUMNS))
-        for col in ("mb", "slot", "stage", "prefill_tokens", "prefix_tokens", "decode_reqs",
-                    "decode_ctx_sum", "chunk"):
-            frame[col] = frame[col].astype(np.int64)
-        return frame
+        n, stages = len(self.batches), self.stages
+        per_mb = pd.DataFrame.from_records(self.batches, columns=list(_MB_COLUMNS),
+                                           nrows=n) if n else pd.DataFrame(columns=_MB_COLUMNS)
+        values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(-1, 4) \
+            if n else np.empty((0, 4))
+        out = {"mb": np.repeat(np.arange(n, dtype=np.int64), stages),
+               "stage": np.tile(np.arange(stages, dtype=np.int64), n),
+               "start_s": values[:, 0], "end_s": values[:, 1], "idle_before_s": values[:, 2],
+               "measured_ms": values[:, 3]}
+        for col in _MB_COLUMNS:
+            column = per_mb[col].to_numpy()
+            if col not in ("predicted_ms", "kind"):
+                column = column.astype(np.int64)
+            elif col == "predicted_ms":
+                column = column.astype(np.float64)
+            out[col] = np.repeat(column, stages)
+        return pd.DataFrame({col: out[col] for col in COLUMNS})

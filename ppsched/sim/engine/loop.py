@@ -21,6 +21,7 @@ from ppsched.sim.engine.batches import Launched, build_decode, build_prefill
 from ppsched.sim.engine.log import RunLog
 from ppsched.sim.engine.state import Req
 from ppsched.sim.engine.timing import CostModel, Pipeline
+from ppsched.sim.engine.views import QUEUE_VIEW, QueueView
 from ppsched.sim.invariants import SimInvariantError
 
 RECENT = 64  # recent TTFT/TPOT/stage samples a snapshot carries
@@ -58,6 +59,7 @@ class Engine:
         self.kv_peak = 0
         self.queue: deque[Req] = deque()
         self.queued_tokens = 0  # remaining prefill tokens of the queue and the chunked request
+        self.queue_version = 0  # bumped whenever the head of the queue (the snapshot view) changes
         self.chunked: Req | None = None
         self.members: list[list[Req]] = [[] for _ in range(self.slots)]  # decode set per slot
         self.slot_ctx = [0] * self.slots  # KV tokens of each slot's decode set
@@ -79,7 +81,8 @@ class Engine:
         self.in_system = 0  # arrived and not yet finished (rejections excluded)
         self.busy_since = 0.0
         self.work_s = 0.0  # total time with requests in the system (bubble denominator)
-        self.log = RunLog()
+        self.log = RunLog(self.slots)
+        self.queue_view = QueueView()
         self.reqs: list[Req] = []
 
     # --- KV -----------------------------------------------------------------------------------
@@ -127,6 +130,8 @@ class Engine:
         if self.in_system == 0:
             self.busy_since = spec.arrival_s
         self.in_system += 1
+        if len(self.queue) < QUEUE_VIEW:
+            self.queue_version += 1
         self.queue.append(req)
         self.queued_tokens += req.remaining
 
@@ -188,6 +193,7 @@ class Engine:
         self.decoding -= 1
         # At the head of the queue: it arrived before (almost) everything still waiting.
         self.queue.appendleft(req)
+        self.queue_version += 1
         self.queued_tokens += req.remaining
 
     def decay_ratio(self) -> None:

@@ -5,12 +5,27 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, SlotLoad
+from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, QueuedRequest, SlotLoad
 
 if TYPE_CHECKING:
     from ppsched.sim.engine.loop import Engine
 
 QUEUE_VIEW = 256  # FCFS-oldest queued requests a snapshot lists; the totals stay exact
+
+
+class QueueView:
+    """The FCFS-oldest ``QUEUE_VIEW`` queued requests as a tuple, rebuilt only when the engine
+    says the head of its queue changed (queued requests' remaining tokens never change)."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.view: tuple[QueuedRequest, ...] = ()
+
+    def get(self, eng: Engine) -> tuple[QueuedRequest, ...]:
+        if self.version != eng.queue_version:
+            self.view = tuple(r.queued_view() for r in islice(eng.queue, QUEUE_VIEW))
+            self.version = eng.queue_version
+        return self.view
 
 
 def chunk_snapshot(eng: Engine, slot: int, now: float) -> ChunkSnapshot:
@@ -20,7 +35,7 @@ def chunk_snapshot(eng: Engine, slot: int, now: float) -> ChunkSnapshot:
         iteration=eng.mb_count,
         slot=slot,
         pp_size=eng.slots,
-        queue=tuple(r.queued_view() for r in islice(eng.queue, QUEUE_VIEW)),
+        queue=eng.queue_view.get(eng),
         queued_requests=len(eng.queue) + (chunked is not None),
         queued_prompt_tokens=eng.queued_tokens,
         chunked=chunked,
