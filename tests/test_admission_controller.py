@@ -18,9 +18,12 @@ from ppsched.admission import (
     DrainRateEstimator,
     build_admission,
 )
+from ppsched.admission.cadence import DecodeCadence
 from ppsched.admission.guard import SampleGuard, percentile
+from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
+from ppsched.core.snapshots import StageMeasurement
 
 SLO = Slo(2000.0, 200.0)
 
@@ -167,6 +170,50 @@ def test_guard_needs_samples_and_ignores_stale_ones():
     assert ctl.admit(snap(6.1, 100, 0, stages=(10.0,), tpot=late)).admit  # stale: ignored
 
 
+DECODE = BatchShape(decode_count=8, decode_ctx_sum=800)
+PREFILL = BatchShape(prefill=((0, 512),))
+
+
+def _m(t: float, shape: BatchShape, stage: int = 0, slot: int = 0) -> StageMeasurement:
+    return StageMeasurement(t, slot, stage, shape, 10.0)
+
+
+def test_decode_cadence_is_span_times_slots_over_decode_turns():
+    cad = DecodeCadence(window=64, stale_s=1.0)
+    assert cad.tpot_ms(0.0, 4) is None
+    for k in range(9):  # 4 slots, a decode batch every 10 ms: each slot decodes every 40 ms
+        cad.observe(_m(0.01 * k, DECODE))
+        cad.observe(_m(0.01 * k, DECODE, stage=1))  # later stages are ignored
+    assert cad.tpot_ms(0.08, 4) == pytest.approx(40.0)
+    for k in range(9, 17):  # now every other batch is a prefill: half the decode turns
+        cad.observe(_m(0.01 * k, PREFILL if k % 2 else DECODE))
+    assert cad.tpot_ms(0.16, 4) == pytest.approx(1000 * 0.16 * 4 / 12)
+    assert cad.tpot_ms(1.2, 4) is None  # nothing measured for a second: stale
+
+
+def test_decode_cadence_window_forgets_old_turns():
+    cad = DecodeCadence(window=4)
+    for k in range(4):
+        cad.observe(_m(0.01 * k, DECODE))
+    for k in range(4, 8):
+        cad.observe(_m(0.01 * k, PREFILL))
+    assert cad.tpot_ms(0.07, 1) is None  # no decode turn left in the window
+    with pytest.raises(ValueError):
+        DecodeCadence(window=1)
+
+
+def test_cadence_guard_rejects_while_prefill_displaces_decodes():
+    ctl = AdmissionController(AdmissionConfig(headroom=0.8))
+    for k in range(21):  # 1 slot: a decode turn only every 5th batch of 40 ms -> 200 ms gaps
+        ctl.observe(_m(0.04 * k, DECODE if k % 5 == 0 else PREFILL))
+    d = ctl.admit(snap(0.8, 100, 0, stages=(40.0,)))
+    assert not d.admit and d.reason.startswith("admission: decode cadence TPOT 200 ms > 160 ms")
+    off = AdmissionController(AdmissionConfig(cadence_guard=False))
+    for k in range(20):
+        off.observe(_m(0.04 * k, DECODE if k % 5 == 0 else PREFILL))
+    assert off.admit(snap(0.8, 100, 0, stages=(40.0,))).admit
+
+
 def test_guards_off_admits_despite_misses():
     ctl = AdmissionController(AdmissionConfig(guard_percentile=None))
     assert ctl.admit(snap(0.0, 100, 0, stages=(10.0,), tpot=(900.0,) * 20)).admit
@@ -201,6 +248,9 @@ def test_gate_fills_the_run_constants():
     d = gate.check(0.0, 100, 400, 1, [5.0, 5.0])  # 500 tok per 5 ms -> 5 ms; tail 2 x 5 ms
     assert d.admit and d.predicted_ttft_ms == pytest.approx(15.0)
     assert not gate.check(0.1, 100, 400, 1, [5.0], [300.0] * 10).admit  # TPOT guard fed
+    for k in range(10):
+        gate.observe(_m(0.2 + 0.1 * k, PREFILL if k % 4 else DECODE))
+    assert gate.controller.cadence.tpot_ms(1.1, 2) is not None
 
 
 @pytest.mark.parametrize("kwargs", [{"now_s": -1.0}, {"now_s": math.nan}, {"prompt_tokens": 0},

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from ppsched.admission.controller import AdmissionController
 from ppsched.admission.snapshot import AdmissionDecision, AdmissionSnapshot
 from ppsched.core.slo import Slo
+from ppsched.core.snapshots import StageMeasurement
 
 
 class AdmissionGate:
@@ -17,6 +18,9 @@ class AdmissionGate:
         self.slo = slo
         self.pp_size = pp_size
         self.chunk_tokens = chunk_tokens
+
+    def observe(self, measurement: StageMeasurement) -> None:
+        self.controller.observe(measurement)
 
     def check(self, now_s: float, prompt_tokens: int, queued_prompt_tokens: int,
               queued_requests: int, recent_stage_ms: Iterable[float],
