@@ -196,6 +196,10 @@ class Engine:
         self.queue_version += 1
         self.queued_tokens += req.remaining
 
+    def progress_mark(self) -> tuple[int, int, int]:
+        """Changes whenever an idle turn still altered the state (retractions, holds, queue)."""
+        return self.retractions, self.ds_holds, self.queue_version
+
     def decay_ratio(self) -> None:
         self.new_token_ratio = max(self.new_token_ratio - TOKEN_RATIO_DECAY, MIN_TOKEN_RATIO)
 
@@ -226,6 +230,7 @@ class Engine:
         now = 0.0
         cursor = 0
         idle_turns = 0
+        mark = self.progress_mark()
         while True:
             batch = self.inflight[cursor]
             if batch is not None:
@@ -243,10 +248,14 @@ class Engine:
                 now = self.launch(new, now)
                 idle_turns = 0
             else:
+                if idle_turns == 0:
+                    mark = self.progress_mark()
                 idle_turns += 1
             cursor = (cursor + 1) % self.slots
             if idle_turns >= self.slots and not any(self.inflight):
-                if ai < n_arr:
+                if self.progress_mark() != mark:
+                    idle_turns = 0  # a retraction or hold changed the state: go round again
+                elif ai < n_arr:
                     now = max(now, arrivals[ai].arrival_s)
                     idle_turns = 0
                 elif self.queue or self.chunked is not None or self.decoding:
