@@ -1,6 +1,11 @@
-"""Per-decision cost of the chunk controllers in CPython (issue 5: <= 50 us per decision).
+"""Chunk controllers: per-decision cost in CPython (issue 5: <= 50 us), and end-to-end on the sim.
 
 Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
+       .venv/bin/python bench/bench_dcp.py --e2e [--mixed] --chunks greedy,predictive
+              --rates 3,4,5 --seeds 0,1 [--requests 1000]
+--e2e runs azure-conv Poisson on qwen2.5-32b PP4 (a100-40g-pcie) at SLO scale 1.0 and prints one
+line per (chunk, rate, seed) and a goodput summary (highest rate on the grid where every seed and
+every lower rate meets P90 TTFT <= 2000 ms and P90 TPOT <= 200 ms).
 Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
 on average per iteration), and 'full decision' where every call is a decision iteration (the
 worst single call). Snapshots are realistic in size: a 32-request queue view, 4 slots of ~100
@@ -57,10 +62,51 @@ def bench(spec: str, ctx: PolicyContext, snaps: list[ChunkSnapshot], full: bool,
     return 1e6 * (time.process_time() - t0) / len(snaps)
 
 
+def e2e(args: argparse.Namespace) -> int:
+    from ppsched.experiments.run_config import RunConfig
+    from ppsched.experiments.workload_spec import WorkloadSpec, load
+    from ppsched.sim import simulate
+
+    rates = [float(r) for r in args.rates.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    mode = "mixed" if args.mixed else "plain"
+    print(f"azure-conv qwen2.5-32b pp4, {args.requests} requests, loop={mode}; "
+          "P90 TTFT / P90 TPOT / P90 E2E ms, iteration P90 ms, SLO attainment, goodput_ok")
+    for chunk in args.chunks.split(","):
+        ok_at: dict[float, bool] = {}
+        for rate in rates:
+            for seed in seeds:
+                cfg = RunConfig(model="qwen2.5-32b", parallel="pp4", chunk=chunk, seed=seed,
+                                mixed_chunk=args.mixed)
+                wl = load(WorkloadSpec("azure-conv", rate=rate, num_requests=args.requests,
+                                       seed=seed))
+                s = simulate(cfg, wl).summary
+                ok_at[rate] = ok_at.get(rate, True) and bool(s["goodput_ok"])
+                print(f"{mode} {chunk:<17} rate {rate:4.2f} seed {seed} "
+                      f"{s['ttft_ms']['p90']:8.0f} {s['tpot_ms']['p90']:6.1f} "
+                      f"{s['e2e_ms']['p90']:7.0f} it {s['iteration_ms']['p90']:5.1f} "
+                      f"att {s['slo_attainment']:.3f} ok {int(s['goodput_ok'])}", flush=True)
+        good = 0.0
+        for rate in rates:
+            if not ok_at[rate]:
+                break
+            good = rate
+        print(f"GOODPUT {mode} {chunk}: {good:g} req/s (grid {args.rates})", flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20_000)
+    ap.add_argument("--e2e", action="store_true", help="end-to-end runs on the simulator")
+    ap.add_argument("--mixed", action="store_true", help="SGLang --enable-mixed-chunk loop")
+    ap.add_argument("--chunks", default="static:256,predictive,predictive-paper")
+    ap.add_argument("--rates", default="3,4,5")
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--requests", type=int, default=1000)
     args = ap.parse_args()
+    if args.e2e:
+        return e2e(args)
     ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"])
     snaps = snapshots(args.calls, random.Random(0))
     try:
