@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from test_sim_engine_fakes import FakeCost, specs
 
@@ -140,21 +141,26 @@ class Recorder:
         self.observed.append((len(self.decides), m))
 
 
-def test_controller_sees_only_past_measurements_and_exact_queue_totals(monkeypatch):
+def test_controller_gets_every_past_measurement_and_no_future_one(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_chunk_controller",
                         lambda spec, ctx, **kw: rec)
     rows = [(0.005 * i, 300 + 10 * i, 8) for i in range(30)]
     res = run(rows)
     assert rec.decides and rec.observed
-    for n_decides, m in rec.observed:
-        if n_decides:  # observed before decision n_decides+1 was made: it was in the past then
-            later = rec.decides[n_decides:]
-            assert all(m.now_s <= s.now_s for s in later[:1])
+    it = res.iterations
+    stage0_end = np.sort(it.loc[it["stage"] == 0, "end_s"].to_numpy())
+    for i, snap in enumerate(rec.decides):
+        seen = [m for n, m in rec.observed if n <= i]  # delivered before decision i
+        assert all(m.now_s <= snap.now_s for m in seen)  # nothing from the future
+        assert len(seen) == int(np.searchsorted(stage0_end, snap.now_s, side="right"))
+        assert snap.recent_stage_ms == tuple(m.measured_ms for m in seen)[-len(
+            snap.recent_stage_ms):] if snap.recent_stage_ms else not seen
     for snap in rec.decides:
         assert snap.queued_prompt_tokens == sum(q.remaining_prompt_tokens for q in snap.queue) + (
             snap.chunked.remaining_prompt_tokens if snap.chunked else 0)
     assert len(rec.observed) == res.summary["microbatches"]
+    assert all(m.stage == 0 for _, m in rec.observed)
     pre = res.iterations[res.iterations["kind"] == "prefill"]
     assert (pre["predicted_ms"] == 7.5).all()
     assert res.iterations[res.iterations["kind"] == "decode"]["predicted_ms"].isna().all()
