@@ -180,15 +180,22 @@ def _m(t: float, shape: BatchShape, stage: int = 0, slot: int = 0) -> StageMeasu
 
 def test_decode_cadence_is_span_times_slots_over_decode_turns():
     cad = DecodeCadence(window=64, stale_s=1.0)
-    assert cad.tpot_ms(0.0, 4) is None
+    assert cad.tpot_ms(0.0) is None
     for k in range(9):  # 4 slots, a decode batch every 10 ms: each slot decodes every 40 ms
-        cad.observe(_m(0.01 * k, DECODE))
-        cad.observe(_m(0.01 * k, DECODE, stage=1))  # later stages are ignored
-    assert cad.tpot_ms(0.08, 4) == pytest.approx(40.0)
+        cad.observe(_m(0.01 * k, DECODE, slot=k % 4))
+        cad.observe(_m(0.01 * k, DECODE, stage=1, slot=k % 4))  # later stages are ignored
+    assert cad.tpot_ms(0.08) == pytest.approx(40.0)
     for k in range(9, 17):  # now every other batch is a prefill: half the decode turns
-        cad.observe(_m(0.01 * k, PREFILL if k % 2 else DECODE))
-    assert cad.tpot_ms(0.16, 4) == pytest.approx(1000 * 0.16 * 4 / 12)
-    assert cad.tpot_ms(1.2, 4) is None  # nothing measured for a second: stale
+        cad.observe(_m(0.01 * k, PREFILL if k % 2 else DECODE, slot=k % 4))
+    assert cad.tpot_ms(0.16) == pytest.approx(1000 * 0.16 * 4 / 12)
+    assert cad.tpot_ms(1.2) is None  # nothing measured for a second: stale
+
+
+def test_decode_cadence_counts_only_slots_that_decode():
+    cad = DecodeCadence()
+    for k in range(5):  # one request in slot 2 of 4: its slot comes back every 30 ms
+        cad.observe(_m(0.03 * k, DECODE, slot=2))
+    assert cad.tpot_ms(0.12) == pytest.approx(30.0)
 
 
 def test_decode_cadence_window_forgets_old_turns():
@@ -197,7 +204,7 @@ def test_decode_cadence_window_forgets_old_turns():
         cad.observe(_m(0.01 * k, DECODE))
     for k in range(4, 8):
         cad.observe(_m(0.01 * k, PREFILL))
-    assert cad.tpot_ms(0.07, 1) is None  # no decode turn left in the window
+    assert cad.tpot_ms(0.07) is None  # no decode turn left in the window
     with pytest.raises(ValueError):
         DecodeCadence(window=1)
 
@@ -250,7 +257,7 @@ def test_gate_fills_the_run_constants():
     assert not gate.check(0.1, 100, 400, 1, [5.0], [300.0] * 10).admit  # TPOT guard fed
     for k in range(10):
         gate.observe(_m(0.2 + 0.1 * k, PREFILL if k % 4 else DECODE))
-    assert gate.controller.cadence.tpot_ms(1.1, 2) is not None
+    assert gate.controller.cadence.tpot_ms(1.1) is not None
 
 
 @pytest.mark.parametrize("kwargs", [{"now_s": -1.0}, {"now_s": math.nan}, {"prompt_tokens": 0},

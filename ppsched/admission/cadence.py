@@ -2,9 +2,10 @@
 
 A decoding request gains one token each time its slot runs a batch that carries decodes. Over
 the last ``window`` stage-0 measurements spanning ``span`` seconds, with ``n`` of them carrying
-decodes, each of the ``slots`` slots ran about n / slots decode turns: the current mean gap
-between tokens is span x slots / n. Unlike the TPOT of finished requests it has no lag of a
-request lifetime: it rises as soon as prefill batches start displacing decode turns.
+decodes from ``k`` distinct slots, each of those slots ran about n / k decode turns: the current
+mean gap between tokens is span x k / n. (Slots without decodes launch nothing, so k, not the
+pipeline depth, is what divides the turns.) Unlike the TPOT of finished requests it has no lag
+of a request lifetime: it rises as soon as prefill batches start displacing decode turns.
 """
 
 from __future__ import annotations
@@ -19,24 +20,19 @@ class DecodeCadence:
         if window < 2:
             raise ValueError(f"window={window}: expected >= 2 measurements")
         self.stale_s = stale_s
-        self._seen: deque[tuple[float, bool]] = deque(maxlen=window)
-        self._decodes = 0  # entries of _seen that carried decodes
+        self._seen: deque[tuple[float, int]] = deque(maxlen=window)  # (time, slot or -1)
 
     def observe(self, m: StageMeasurement) -> None:
-        if m.stage != 0:
-            return
-        if len(self._seen) == self._seen.maxlen and self._seen[0][1]:
-            self._decodes -= 1
-        carries = m.shape.decode_count > 0
-        self._seen.append((m.now_s, carries))
-        self._decodes += carries
+        if m.stage == 0:
+            self._seen.append((m.now_s, m.slot if m.shape.decode_count > 0 else -1))
 
-    def tpot_ms(self, now_s: float, slots: int) -> float | None:
+    def tpot_ms(self, now_s: float) -> float | None:
         """Current mean inter-token gap in ms; None with too little recent decoding."""
         seen = self._seen
         if len(seen) < 2 or now_s - seen[-1][0] > self.stale_s:
             return None
-        turns = self._decodes - seen[0][1]  # intervals: the first entry only opens the span
-        if turns < 1:
+        # intervals: the first entry only opens the span
+        slots = [slot for _, slot in list(seen)[1:] if slot >= 0]
+        if not slots:
             return None
-        return 1000.0 * (seen[-1][0] - seen[0][0]) * slots / turns
+        return 1000.0 * (seen[-1][0] - seen[0][0]) * len(set(slots)) / len(slots)

@@ -117,7 +117,7 @@ class AdmissionController:
 
     def _guard_reason(self, snap: AdmissionSnapshot) -> str | None:
         if self.config.cadence_guard:
-            now_tpot = self.cadence.tpot_ms(snap.now_s, snap.pp_size)
+            now_tpot = self.cadence.tpot_ms(snap.now_s)
             limit = self.config.headroom * snap.slo.tpot_ms
             if now_tpot is not None and now_tpot > limit:
                 return (f"admission: decode cadence TPOT {now_tpot:.0f} ms > {limit:.0f} ms "
