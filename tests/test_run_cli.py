@@ -75,6 +75,7 @@ def test_same_seed_same_outputs(pp_run, tmp_path):
     (["--model", "no-such-model"], "no-such-model"),
     (["--engine", "gpu"], "--engine"),
     (["--rate", "-1"], "rate"),
+    (["--admission", "sometimes"], "--admission"),
 ])
 def test_bad_flags_exit_2_with_one_clear_line(tmp_path, capsys, flags, needle):
     code = main(BASE + flags + ["--out", str(tmp_path / "x")])

@@ -41,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hard cap on a prefill batch (SGLang --chunked-prefill-size)")
     parser.add_argument("--profile", dest="profile_path", default=None,
                         help="ALP profile JSON from `ppsched profile fit` (predictive chunking)")
+    parser.add_argument("--admission", default="off",
+                        help="on: reject at arrival a request whose TTFT SLO cannot be met "
+                             "given the predicted queue drain time (default off)")
     parser.add_argument("--no-noise", action="store_true",
                         help="turn off the cost model's seeded run-to-run noise")
     parser.add_argument("--out", required=True, help="output directory")
@@ -57,7 +60,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      pp_max_micro_batch_size=args.pp_max_micro_batch_size,
                      mixed_chunk=args.mixed_chunk, max_chunk_tokens=args.max_chunk_tokens,
                      profile_path=args.profile_path, data_dir=args.data_dir,
-                     noise=not args.no_noise)
+                     noise=not args.no_noise, admission=args.admission)
 
 
 def run_command(args: argparse.Namespace) -> int:

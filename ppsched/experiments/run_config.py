@@ -42,6 +42,7 @@ class RunConfig:
     profile_path: str | None = None
     data_dir: str | None = None
     noise: bool = True
+    admission: str = "off"  # on: reject at arrival what cannot meet its TTFT SLO
 
     def __post_init__(self) -> None:
         parse_parallel(self.parallel)
@@ -65,6 +66,8 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UserError(f"--{name.replace('_', '-')} {value!r}: expected an integer >= 1")
+        if self.admission not in ("on", "off"):
+            raise UserError(f"--admission {self.admission!r}: expected on or off")
         if not isinstance(self.max_chunk_tokens, int) or self.max_chunk_tokens < 1:
             raise UserError(f"--max-chunk-tokens {self.max_chunk_tokens!r}: expected an "
                             "integer >= 1")

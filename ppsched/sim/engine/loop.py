@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ppsched.admission import AdmissionGate
 from ppsched.core.policy import ChunkController, DecodeTrimmer
 from ppsched.core.requests import RequestSpec
 from ppsched.core.snapshots import StageMeasurement
@@ -38,11 +39,14 @@ class Engine:
     def __init__(self, cost: CostModel, controller: ChunkController,
                  trimmer: DecodeTrimmer | None, *, pp_size: int, tp: bool, max_running: int,
                  per_slot_cap: int, mixed_chunk: bool, max_chunk_tokens: int,
-                 max_context: int, ds_max_consecutive: int) -> None:
+                 max_context: int, ds_max_consecutive: int,
+                 admission: AdmissionGate | None = None) -> None:
         self.cost = cost
         self.controller = controller
         self.trimmer = trimmer
         self.trimmer_observe = getattr(trimmer, "observe", None)
+        self.admission = admission  # None: admit every request that can ever fit
+        self.admission_rejected = 0
         self.slots = 1 if tp else pp_size
         self.pipe = Pipeline(cost, self.slots, tp=tp)
         self.capacity = int(cost.kv_capacity_tokens)
@@ -108,6 +112,8 @@ class Engine:
             self.controller.observe(measurement)
             if self.trimmer_observe is not None:
                 self.trimmer_observe(measurement)
+            if self.admission is not None:
+                self.admission.observe(measurement)
             self.recent_stage.append(measurement.measured_ms)
 
     # --- arrivals and results -----------------------------------------------------------------
@@ -125,6 +131,14 @@ class Engine:
             req.rejected = True
             req.reject_reason = (f"prompt+output {need} tokens >= KV capacity {self.capacity}: "
                                  "can never be admitted")
+        elif self.admission is not None:
+            verdict = self.admission.check(
+                spec.arrival_s, spec.prompt_tokens, self.queued_tokens,
+                len(self.queue) + (self.chunked is not None), self.recent_stage, self.recent_tpot)
+            if not verdict.admit:
+                req.rejected = True
+                req.reject_reason = verdict.reason
+                self.admission_rejected += 1
         if req.rejected:
             return
         if self.in_system == 0:

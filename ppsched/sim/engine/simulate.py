@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+from ppsched.admission import AdmissionGate, build_admission
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestSpec
@@ -53,6 +54,7 @@ def simulate(config: RunConfig, workload: HasRequests, *,
 
     controller = build_chunk_controller(config.chunk, ctx, prefill_timer=prefill_timer)
     trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive)
+    gate = _admission_gate(config, 1 if tp else config.pp_size)
     capacity = int(cost.kv_capacity_tokens)
     if capacity <= 0:
         raise UserError(f"model {model.name!r} on {config.hardware} at {config.parallel} with "
@@ -64,7 +66,8 @@ def simulate(config: RunConfig, workload: HasRequests, *,
     engine = Engine(cost, controller, trimmer, pp_size=config.pp_size, tp=tp,
                     max_running=max_running, per_slot_cap=per_slot,
                     mixed_chunk=config.mixed_chunk, max_chunk_tokens=config.max_chunk_tokens,
-                    max_context=model.max_context, ds_max_consecutive=config.ds_max_consecutive)
+                    max_context=model.max_context, ds_max_consecutive=config.ds_max_consecutive,
+                    admission=gate)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     engine.run(tuple(workload.requests))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
@@ -85,10 +88,22 @@ def simulate(config: RunConfig, workload: HasRequests, *,
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
     summary["sim_cpu_s"] = cpu
     summary["sim_speed_cpu"] = engine.end_s / cpu if cpu > 0 else float("inf")
+    summary["admission_rejected"] = engine.admission_rejected
     summary["config"] = config.to_dict()
     summary["engine"] = {"max_running_requests": max_running, "pp_max_micro_batch_size": per_slot,
                          "cost_model": _describe(cost)}
     return SimResult(records, iterations, engine.log.decisions, summary, stats)
+
+
+def _admission_gate(config: RunConfig, slots: int) -> AdmissionGate | None:
+    controller = build_admission(config.admission)
+    if controller is None:
+        return None
+    # The prefill budget of one microbatch: the static chunk, else the engine's cap.
+    chunk = config.max_chunk_tokens
+    if config.chunk.startswith("static:"):
+        chunk = min(chunk, int(config.chunk.split(":", 1)[1]))
+    return AdmissionGate(controller, config.slo, pp_size=slots, chunk_tokens=chunk)
 
 
 def _generated_by_id(reqs: list) -> tuple[int, ...]:
