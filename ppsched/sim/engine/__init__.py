@@ -14,7 +14,8 @@ Modelling choices (SGLang 0.5.23 unless said otherwise):
   at admission so its later chunks never wait.
 - Retraction (retract_decode): fewest generated tokens first, ties longest prompt, then newest;
   KV freed, requeued at the head for recompute of prompt + generated.
-- Rejected at arrival: prompt + output > context length, or >= KV capacity (never admittable).
+- Rejected at arrival: prompt + output > context length, or >= KV capacity (never admittable);
+  with ``admission="on"`` also what ``ppsched.admission`` predicts cannot meet its TTFT SLO.
 - Scheduler CPU overhead is spent on rank 0 before each launch; the result returns to rank 0
   over one link latency; tokens are stamped when rank 0 processes the result.
 """
