@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ppsched.cli.main import main
 from ppsched.experiments.run_config import RunConfig
 from ppsched.sim import simulate
 from ppsched.traces import load_workload
-
-pytestmark = pytest.mark.skipif("admission" not in RunConfig.__dataclass_fields__,
-                                reason="simulator admission hook not merged yet")
 
 
 def _key(res) -> list[tuple]:

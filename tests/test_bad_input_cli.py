@@ -58,6 +58,7 @@ CASES: tuple[Case, ...] = (
          "--max-chunk-tokens 0"),
     Case("unknown delay-scheduling mode", ("run", "--ds", "maybe", *WL, *OUT), "'maybe'"),
     Case("negative DS hold bound", ("run", "--ds-max-consecutive", "-1", *WL, *OUT), "-1"),
+    Case("unknown admission mode", ("run", "--admission", "maybe", *WL, *OUT), "'maybe'"),
     Case("unknown policy (sweep)", ("sweep", "--policies", "bogus", "--workload", "azure-conv",
                                     "--rates", "1", "--no-progress", *OUT), "'bogus'"),
     Case("unknown policy (goodput)", ("goodput", "--policies", "bogus", "--workload",

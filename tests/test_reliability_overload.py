@@ -20,7 +20,6 @@ from ppsched.cli.cmd_overload import (
 from ppsched.cli.main import main
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
-from ppsched.experiments.run_config import RunConfig
 from ppsched.traces import load_workload
 
 SPEC = OverloadSpec(minutes=0.25, sample_s=5.0)  # 15 s of arrivals at 23.6 req/s
@@ -47,8 +46,6 @@ def test_policy_survives_overload_without_admission(policy):
     assert row["peak_mb"] > 0
 
 
-@pytest.mark.skipif("admission" not in RunConfig.__dataclass_fields__,
-                    reason="simulator admission hook not merged yet")
 @pytest.mark.parametrize("policy", OVERLOAD_POLICIES)
 def test_admission_bounds_the_queue_and_keeps_goodput(policy):
     on, off = _row(policy, "on"), _row(policy, "off")

@@ -67,8 +67,7 @@ def configs(draw) -> RunConfig:
         mixed_chunk=draw(st.booleans()),
         max_chunk_tokens=draw(st.sampled_from([256, 2048, 8192])),
         max_running_requests=draw(st.one_of(st.none(), st.integers(1, 64))),
-        **({"admission": draw(st.sampled_from(["off", "on"]))}
-           if "admission" in RunConfig.__dataclass_fields__ else {}),
+        admission=draw(st.sampled_from(["off", "on"])),
     )
 
 
@@ -94,7 +93,7 @@ def check_records(wl: _Workload, cfg: RunConfig, res) -> None:
                 assert r.first_token_s == r.finish_s
     capacity = res.summary["kv_capacity_tokens"]
     assert 0 <= res.summary["kv_peak_tokens"] <= capacity
-    if getattr(cfg, "admission", "off") == "off":
+    if cfg.admission == "off":
         for r in rejected:  # only what can never fit is turned away
             need = r.prompt_tokens + r.output_tokens
             assert need > CONTEXT or need - 1 >= capacity, r
