@@ -5,6 +5,7 @@ The big version is `ppsched overload --size soak` (make soak); numbers in bench/
 
 from __future__ import annotations
 
+import csv
 import functools
 
 import numpy as np
@@ -81,17 +82,20 @@ def test_queue_series_counts_arrived_without_first_token():
     assert growth_per_min(t, 3.0 * t) == pytest.approx(180.0)
 
 
-def test_overload_cli_prints_the_table(capsys):
+def test_overload_cli_prints_the_table(tmp_path, capsys):
     rc = main(["overload", "--policies", "tp4", "--admission", "off", "--minutes", "0.05",
-               "--memory", "heap"])
+               "--memory", "heap", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0 and "tp4" in out and "23.6 req/s" in out
+    rows = list(csv.DictReader(open(tmp_path / "overload.csv")))
+    assert [r["policy"] for r in rows] == ["tp4"] and int(rows[0]["requests"]) > 0
 
 
 @pytest.mark.parametrize("argv, named", [
     (["--size", "huge"], "'huge'"), (["--admission", "sometimes"], "'sometimes'"),
     (["--factor", "0"], "--factor 0"), (["--policies", "bogus"], "'bogus'"),
     (["--memory", "swap"], "'swap'"), (["--minutes", "-1"], "--minutes -1"),
+    (["--policies", "tp4", "--out", "/dev/null/x"], "'/dev/null/x'"),
 ])
 def test_overload_cli_bad_input(argv, named, capsys):
     assert main(["overload", *argv]) == 2

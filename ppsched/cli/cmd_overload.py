@@ -240,13 +240,14 @@ def overload_command(args: argparse.Namespace) -> int:
     print(format_header())
     if args.memory not in ("rss", "heap"):
         raise UserError(f"--memory {args.memory!r}: expected rss or heap")
-    rows = run_overload(spec, policies, admissions, memory=args.memory, echo=True)
-    if args.out:
-        out = Path(args.out)
+    out = Path(args.out) if args.out else None
+    if out is not None:  # before the runs: a bad folder should not cost a soak's worth of time
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"--out {args.out!r}: cannot create it ({exc.strerror})") from None
+    rows = run_overload(spec, policies, admissions, memory=args.memory, echo=True)
+    if out is not None:
         with open(out / "overload.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
