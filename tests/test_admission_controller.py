@@ -279,3 +279,21 @@ def test_admission_package_imports_no_engine():
             bad = [n for n in names if n.startswith(("ppsched.sim", "ppsched.sglang_patch",
                                                      "sglang"))]
             assert not bad, f"{path.name} imports {bad}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(per_cs=st.integers(1, 10_000), gaps_cs=st.lists(st.integers(1, 200), min_size=3,
+                                                       max_size=40),
+       prompts=st.lists(st.integers(1, 32768), min_size=40, max_size=40))
+def test_drain_rate_recovers_a_constant_backlogged_drain(per_cs, gaps_cs, prompts):
+    """A queue drained at a constant rate and never empty reads back as exactly that rate
+    (whole tokens per centisecond, so every interval serves a whole number of tokens)."""
+    est = DrainRateEstimator(half_life_s=20.0, min_window_s=0.0)
+    queued, now_cs = 10**12, 0  # a backlog deep enough never to run dry
+    est.update(0.0, queued)
+    for gap, prompt in zip(gaps_cs, prompts, strict=False):
+        est.admitted(prompt)
+        queued += prompt - per_cs * gap
+        now_cs += gap
+        est.update(now_cs / 100.0, queued)
+    assert est.rate_tokens_per_s == pytest.approx(100.0 * per_cs, rel=1e-9)
