@@ -7,7 +7,7 @@ Every 2*pp_size iterations, for each candidate chunk c on the 128-step grid:
   and the period is pp_size stage times when stages are balanced);
 - demand (tokens/s) = backlog of requests that waited >= 0.25 * SLO_TTFT over their remaining
   TTFT budget, plus the prompt-token arrival rate over 10 s;
-- supply(c) in tokens/s, see ``Throughput`` below.
+- supply(c) in tokens/s: the paper counts one chunk per pipeline period, c / (stage(c) * pp).
 Smallest c with supply >= demand among those meeting TPOT; none: the largest meeting TPOT
 (overloaded: drain); nothing meets TPOT: the minimum. Then the KV watermark and safety guards.
 
@@ -26,8 +26,11 @@ free KV) is skipped there: smaller chunks mean more lost decode turns, and the e
 already waits for free KV;
 (5) among chunks that keep up with the demand, the one with the least steady-state TPOT rather
 than the smallest (``steady_tpot``). The smallest chunk is best only when a stage has no fixed
-cost; A100 stages cost ~17 ms before the first token, so 128-token chunks need twice the turns
-of 256-token ones, and in the plain loop every prefill turn is a decode turn lost.
+cost; a 128-token prefill stage costs about as much as a 30-request decode stage (~16 ms, mostly
+fixed), so 128-token chunks need twice the turns of 256-token ones for little saving, and in the
+plain loop every prefill turn is a decode turn lost.
+The engine loop is learned from ``observe``: the first mixed batch seen switches to (4)'s mixed
+shapes; before that the controller assumes SGLang's default (plain) loop.
 """
 
 from __future__ import annotations

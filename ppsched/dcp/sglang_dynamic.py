@@ -58,8 +58,8 @@ class SglangDynamicChunk:
         self.coeffs = fit_quadratic(list(prefill_samples))
         a_b = self.coeffs
         self.target_ms = a_b[0] * base * base + a_b[1] * base if a_b else math.nan
-        self._first = ChunkDecision(base, "first-chunk:base")
-        self._off = ChunkDecision(base, "disabled:fit-rejected")
+        self._first = ChunkDecision(base, "first-chunk:base", (("base", float(base)),))
+        self._off = ChunkDecision(base, "disabled:fit-rejected", (("base", float(base)),))
 
     def chunk_for_prefix(self, prefix: int) -> int:
         """The continuation chunk SGLang picks for a request with ``prefix`` tokens prefilled."""
