@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from ppsched.core.errors import UserError
@@ -12,6 +10,7 @@ from ppsched.core.policy_context import PolicyContext
 from ppsched.core.slo import Slo
 from ppsched.delay_sched.registry import build_decode_trimmer
 from ppsched.delay_sched.trimmer import DelayTrimmer
+from ppsched.predictor.profile import LinearProfile, default_profile
 
 
 def _ctx(boundaries=None, slo: Slo | None = None) -> PolicyContext:
@@ -47,13 +46,37 @@ def test_empty_context_boundaries_is_a_user_error() -> None:
         build_decode_trimmer("on", _ctx(()))
 
 
-def test_without_context_boundaries_the_profile_supplies_them() -> None:
-    if importlib.util.find_spec("ppsched.predictor.profile") is None:
-        with pytest.raises(UserError, match="ppsched.predictor.profile"):
-            build_decode_trimmer("on", _ctx())
-        return
-    from ppsched.predictor.profile import default_profile
-
+def test_without_context_boundaries_the_default_profile_supplies_them() -> None:
     ctx = _ctx()
-    expected = tuple(sorted(set(default_profile(ctx.model, pp_size=4, tp=1).boundaries)))
-    assert build_decode_trimmer("on", ctx).ladder.boundaries == expected
+    expected = default_profile(ctx.model, pp_size=4, tp=1).boundaries
+    assert expected  # the A100 profile has a staircase: DS must find it, not assume 128
+    assert build_decode_trimmer("on", ctx).ladder.boundaries == tuple(sorted(set(expected)))
+
+
+def test_a_profile_file_supplies_boundaries(tmp_path) -> None:
+    prof = LinearProfile(alpha0=0.05, alpha1=2.0, boundaries=(96, 160, 320), staircase=(),
+                         fit_mape=1.0, staircase_mape=1.0, variant="linear", model="test", tp=1,
+                         source="test")
+    path = tmp_path / "profile.json"
+    path.write_text(prof.to_json())
+    ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"],
+                        profile_path=str(path))
+    assert build_decode_trimmer("on", ctx).ladder.boundaries == (96, 160, 320)
+
+
+def test_context_boundaries_override_the_profile_file(tmp_path) -> None:
+    ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"],
+                        profile_path=str(tmp_path / "missing.json"), boundaries=(64, 192))
+    assert build_decode_trimmer("on", ctx).ladder.boundaries == (64, 192)
+
+
+def test_unreadable_profile_is_a_user_error(tmp_path) -> None:
+    ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"],
+                        profile_path=str(tmp_path / "missing.json"))
+    with pytest.raises(UserError, match="missing.json"):
+        build_decode_trimmer("on", ctx)
+
+
+def test_non_positive_boundaries_are_a_user_error() -> None:
+    with pytest.raises(UserError, match="positive"):
+        build_decode_trimmer("on", _ctx((0, 128)))
