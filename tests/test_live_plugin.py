@@ -91,7 +91,9 @@ def plugin(model, tmp_path_factory):
            "PPSCHED_CANDIDATES": ",".join(map(str, CANDIDATES)), "PPSCHED_BOUNDARY_UNIT": "4",
            "PPSCHED_SLO_TTFT_MS": "20000", "PPSCHED_SLO_TPOT_MS": "5000",
            "PPSCHED_DECISION_LOG": str(log)}
-    server = launch(PY, cpu_args(model, free_port(), chunk=max(CANDIDATES)),
+    # Launch chunk above every candidate: a split prefill of exactly a candidate size proves the
+    # plugin's chunk was applied (stock would cut at 256).
+    server = launch(PY, cpu_args(model, free_port(), chunk=2 * max(CANDIDATES)),
                     tmp / "server.log", env=env)
     yield {"server": server, "log": log, "fault": fault}
     server.stop()
@@ -120,7 +122,7 @@ def test_stock_server_completes_and_plugin_stays_off(stock):
         [r.reject_reason for r in stock["records"] if r.rejected]
     # Unconfigured, the plugin registers nothing and says nothing (its "not configured" line is
     # INFO before SGLang sets up logging; test_live_plugin_env checks it).
-    assert "ppsched" not in stock["log"]
+    assert "ppsched:" not in stock["log"]
 
 
 def test_plugin_exact_lengths_and_identical_tokens(stock, plugin_main):
@@ -164,14 +166,16 @@ def test_abort_a_held_request(plugin, plugin_main):
     server, log = plugin["server"], plugin["log"]
     ep = Endpoint("127.0.0.1", server.port)
     start = len(read_log(log))
-    rids = [f"held{i:02d}z" for i in range(16)]
+    # 13 streams: slots of 7 and 6 sit between boundaries 4 and 8, so DS trims them.
+    n, out = 13, 30
+    rids = [f"held{i:02d}z" for i in range(n)]
     results = {}
 
     def send(i):
-        spec = RequestSpec(i, 0.0, 40, 60)
-        results[i] = generate_stream(ep, i, prompt_ids(spec, 5), 60, timeout_s=300, rid=rids[i])
+        spec = RequestSpec(i, 0.0, 40, out)
+        results[i] = generate_stream(ep, i, prompt_ids(spec, 5), out, timeout_s=300, rid=rids[i])
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     victim = None
@@ -192,10 +196,10 @@ def test_abort_a_held_request(plugin, plugin_main):
     for t in threads:
         t.join(300)
     vi = rids.index(victim)
-    assert results[vi].completion_tokens < 60 and results[vi].finish_reason in ("abort", "")
+    assert results[vi].completion_tokens < out and results[vi].finish_reason in ("abort", "")
     for i, res in results.items():
         if i != vi:
-            assert res.completion_tokens == 60 and not res.error, (i, res.error)
+            assert res.completion_tokens == out and not res.error, (i, res.error)
     assert server.healthy()
 
 

@@ -27,6 +27,7 @@ class Batch:
     def __init__(self, reqs):
         self.reqs = list(reqs)
         self.batch_is_full = True
+        self.multimodal_inputs = None
 
     def is_empty(self):
         return not self.reqs

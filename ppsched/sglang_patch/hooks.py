@@ -178,7 +178,7 @@ def _decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
     for i, batch in enumerate(mbs):
         held = st.held.get(i)
         slot_reqs.append(list(batch.reqs) + (list(held.reqs) if held is not None else []))
-    kv_free = int(sched.token_to_kv_pool_allocator.available_size())
+    kv_free = _kv_free_tokens(sched)
     kv_total = int(sched.max_total_num_tokens)
 
     chunk = predicted = None
@@ -210,6 +210,13 @@ def _decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
         return None
     return PpschedDecision(st.iteration, st.slot, chunk, hold_rids, reason="; ".join(reason),
                            predicted_stage_ms=predicted)
+
+
+def _kv_free_tokens(sched) -> int:
+    """Free KV slots plus what the radix cache could evict (finished requests' cached prefixes)."""
+    free = int(sched.token_to_kv_pool_allocator.available_size())
+    evictable = getattr(sched.tree_cache, "evictable_size", None)
+    return free + (int(evictable()) if callable(evictable) else 0)
 
 
 def _slot_decode_set(sched, mbs, slot: int) -> list:
@@ -266,6 +273,7 @@ def _around_next_batch(orig, sched, *args, **kwargs):
                 if running.is_empty():
                     running = held  # never merge into an empty batch (stale tensors)
                 else:
+                    _align_for_merge(running, held)
                     running.merge_batch(held)
                 if "running_batch" in kwargs:
                     kwargs["running_batch"] = running
@@ -274,6 +282,12 @@ def _around_next_batch(orig, sched, *args, **kwargs):
         except Exception as exc:  # noqa: BLE001
             st.fail("merge held requests", exc)
     return orig(sched, *args, **kwargs)
+
+
+def _align_for_merge(running, held) -> None:
+    """Give the held batch the per-request lists merge_batch concatenates onto the running one."""
+    if running.multimodal_inputs is not None and held.multimodal_inputs is None:
+        held.multimodal_inputs = [getattr(r, "multimodal_inputs", None) for r in held.reqs]
 
 
 def _around_prefill(orig, sched, running_batch, *args, **kwargs):
@@ -317,7 +331,10 @@ def _around_decode(orig, sched, batch, *args, **kwargs):
         live_kept = [i for i in keep_idx if not batch.reqs[i].finished()]
         if hold_idx and live_kept:  # never hold all of a slot's requests
             held_reqs = [batch.reqs[i] for i in hold_idx]
-            st.held[st.slot] = sched._build_hisparse_decode_batch(held_reqs)
+            held = sched._build_hisparse_decode_batch(held_reqs)
+            if batch.multimodal_inputs is not None:  # per-request list kept by extend batches
+                held.multimodal_inputs = [batch.multimodal_inputs[i] for i in hold_idx]
+            st.held[st.slot] = held
             batch.filter_batch(keep_indices=keep_idx)
             batch.batch_is_full = False
             st.log.count("hold_turns")
