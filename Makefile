@@ -28,5 +28,8 @@ lint: $(STAMP)
 paper: $(STAMP)
 	$(BIN)/ppsched paper --out results
 
+soak: $(STAMP)
+	$(BIN)/ppsched overload --size soak --out results/soak
+
 clean:
 	rm -rf $(VENV) results/cache

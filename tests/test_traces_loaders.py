@@ -167,3 +167,12 @@ def test_user_files_parse_exactly(tmp_path_factory, rows):
         assert table.prompt_tokens.tolist() == [r[0] for r in rows]
         assert table.output_tokens.tolist() == [r[1] for r in rows]
     np.testing.assert_allclose(read_trace(azure, "azure").arrival_s, gaps - gaps[0], atol=1e-9)
+
+
+def test_rows_with_more_fields_than_the_header_are_refused(tmp_path):
+    from ppsched.traces.readers import read_trace
+
+    path = tmp_path / "extra.csv"
+    path.write_text("num_prefill_tokens,num_decode_tokens\n100,5,7\n10,5,1\n")
+    with pytest.raises(UserError, match=r"line 2: 3 fields"):
+        read_trace(path, "lengths")

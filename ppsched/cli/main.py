@@ -12,9 +12,9 @@ from ppsched.core.errors import UserError
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors also exit 2
-        self.print_usage(sys.stderr)
-        self.exit(2, f"ppsched: error: {message}\n")
+    def error(self, message: str) -> None:
+        # One line, exit 2, like every other user error (argparse would print the whole usage).
+        self.exit(2, f"ppsched: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ files are cached per process, keyed by path, mtime and size, so repeated sweeps 
 
 from __future__ import annotations
 
+import csv
 import functools
 import os
 from dataclasses import dataclass
@@ -87,6 +88,14 @@ def _timestamp_column(path: str, frame: pd.DataFrame, column: str) -> np.ndarray
     return seconds - seconds[0]
 
 
+def _check_field_counts(path: str, expected: int) -> None:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        for line_no, fields in enumerate(csv.reader(handle), start=1):
+            if fields and len(fields) != expected:
+                raise UserError(f"{path}, line {line_no}: {len(fields)} fields "
+                                f"{','.join(fields)!r}; expected {expected} like the header")
+
+
 def _parse(path: str, fmt: str) -> TraceTable:
     ts_col, prompt_col, output_col = FORMATS[fmt]
     try:
@@ -98,6 +107,9 @@ def _parse(path: str, fmt: str) -> TraceTable:
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{path}: not a readable CSV ({first})") from None
+    if not isinstance(frame.index, pd.RangeIndex):
+        # pandas turns a row with more fields than the header into an index: find it and refuse.
+        _check_field_counts(path, len(frame.columns))
     frame.columns = [str(c).strip() for c in frame.columns]
     wanted = [c for c in (ts_col, prompt_col, output_col) if c is not None]
     for column in wanted:
