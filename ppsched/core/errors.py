@@ -2,7 +2,10 @@
 
 
 class UserError(Exception):
-    """Bad input from the user (flag, file, environment variable). Message names value and expectation."""
+    """Bad input from the user (flag, file, environment variable).
+
+    The message names the bad value and what was expected.
+    """
 
 
 def require(condition: bool, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Where the vendored data lives. Overridable by --data-dir or PPSCHED_DATA_DIR; never a download."""
+"""Where the vendored data lives: set by --data-dir or PPSCHED_DATA_DIR, never downloaded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ ENV_DATA_DIR = "PPSCHED_DATA_DIR"
 
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory: explicit override, else $PPSCHED_DATA_DIR, else the repo's vendored data/."""
+    """The data directory: override, else $PPSCHED_DATA_DIR, else the repo's vendored data/."""
     chosen = override or os.environ.get(ENV_DATA_DIR) or REPO_DATA_DIR
     path = Path(chosen)
     if not path.is_dir():

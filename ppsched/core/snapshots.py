@@ -1,4 +1,6 @@
-"""Immutable views of engine state that policies read. Engines build them; policies never see an engine.
+"""Immutable views of engine state that policies read.
+
+Engines build them; policies never see an engine.
 
 Cost matters: engines build one snapshot per scheduling iteration, so aggregates are running sums
 kept by the engine, and the queue view may be truncated (``queue`` holds at most the engine's view
