@@ -26,6 +26,13 @@ DECODE_SCALE = 1e5
 BIAS = 0.1
 LINEAR_SCALE = 100.0  # ms: the online linear-correction feature is linear_ms / 100
 COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-up: reset
+# Weights kept near their prior (0: the offline profile alone) unless the data say otherwise
+# (stabilised forgetting, see _anchor): the prefill terms, which grow quadratically with a chunk
+# size the scheduler may not have tried yet, and the linear correction, which is collinear with
+# the bias while batches stay inside one staircase band. Not the bias (every sample excites it)
+# nor the decode-context term (linear, excited by every decode batch; anchoring it cost 0.3
+# points of MAPE on summarization, bench/predictor.md).
+ANCHORED = (0, 1, 4)
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -58,6 +65,8 @@ class ALPredictor:
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
+        self._anchored = tuple(a for a in ANCHORED if a < self.n)
+        self._prior_precision = 1.0 / self.init_cov
         self.updates = 0
         self.resets = 0
         self.clipped = 0
@@ -127,10 +136,40 @@ class ALPredictor:
                 v = (row[j] - ki * px[j]) * inv_lambda
                 row[j] = v
                 p[j][i] = v
+        self._anchor()
         self.updates += 1
         if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
                 or not all(math.isfinite(v) for v in w):
             self._reset()
+
+    def _anchor(self) -> None:
+        """Stabilised forgetting: give back the prior precision that forgetting just removed.
+
+        Plain forgetting divides the information matrix by lambda every step, so P0's prior
+        (weights 0 = the offline profile alone, precision 1/init_cov) fades and directions the
+        data barely excite are fitted from noise and wind up. Adding (1-lambda)/init_cov per
+        anchored weight keeps information >= P0^-1 there: each is one exact rank-1 update with
+        a pseudo-observation "w_i = 0".
+        """
+        c = (1.0 - self.forgetting) * self._prior_precision
+        if c <= 0.0:
+            return  # lambda = 1: nothing was forgotten, P0 still holds
+        inv_c = 1.0 / c
+        n = self.n
+        w = self.weights
+        p = self.cov
+        for a in self._anchored:
+            pa = p[a][:]
+            denom = inv_c + pa[a]
+            gain = -w[a] / denom
+            for i in range(n):
+                w[i] += pa[i] * gain
+                ki = pa[i] / denom
+                row = p[i]
+                for j in range(i, n):
+                    v = row[j] - ki * pa[j]
+                    row[j] = v
+                    p[j][i] = v
 
     def _reset(self) -> None:
         """Covariance blow-up (rare features under forgetting): restart it, keep finite weights."""

@@ -1,0 +1,88 @@
+"""ALP trained on narrow data (128-token prefills and decodes) must not blow up on larger chunks.
+
+The simulator's cost model is the ground truth here (allowed in tests, never in the predictor).
+Bug reproduced (bench/dcp.md, bench/predictor.md): with plain forgetting, the ~1 ms by which a
+128-token prefill exceeds the flat first staircase band was fitted as a huge sum(extend^2) weight
+(x = 1/64 at 128 tokens), predicting 1024-token stages at 2x the truth. Before the fix this test
+failed with errors of 100-220% on 512-2048-token prefills.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.models import BUILTIN_MODELS
+from ppsched.predictor.alp import ALPredictor
+from ppsched.predictor.profile import default_profile
+from ppsched.sim.cost import build_cost_model
+
+TOLERANCE = 0.15  # relative error allowed on prefill chunk sizes never seen in training
+MODEL = BUILTIN_MODELS["qwen2.5-32b"]
+
+
+@pytest.fixture(scope="module")
+def cost():
+    return build_cost_model(MODEL, "a100-40g-pcie", pp_size=4, tp_size=1, seed=0, noise=True)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return default_profile(MODEL, pp_size=4)
+
+
+def narrow_shape(rng: random.Random, chunk: int) -> BatchShape:
+    """Half decode batches, half single `chunk`-token prefill pieces: a small-chunk run."""
+    if rng.random() < 0.5:
+        n = rng.randrange(1, 64)
+        return BatchShape(decode_count=n, decode_ctx_sum=sum(rng.randrange(100, 3000)
+                                                             for _ in range(n)))
+    return BatchShape(prefill=((rng.randrange(0, 3000), chunk),))
+
+
+def train(alp: ALPredictor, cost, rng: random.Random, steps: int, chunk: int = 128) -> None:
+    for _ in range(steps):
+        shape = narrow_shape(rng, chunk)
+        alp.update(shape, cost.stage_ms(0, shape))  # noisy, as the engine measures
+
+
+def rel_errors(alp: ALPredictor, cost, chunks) -> dict[tuple[int, int], float]:
+    out = {}
+    for chunk in chunks:
+        for prefix in (0, 2000):
+            shape = BatchShape(prefill=((prefix, chunk),))
+            truth = cost.stage_ms_median(0, shape)
+            out[(chunk, prefix)] = alp.predict(shape) / truth - 1.0
+    return out
+
+
+@pytest.mark.parametrize("online", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_trained_on_128_token_chunks_extrapolates_to_2048(cost, profile, online, seed):
+    alp = ALPredictor(profile, correct_linear_online=online)
+    train(alp, cost, random.Random(seed), 3000)
+    errs = rel_errors(alp, cost, (256, 384, 512, 768, 1024, 1536, 2048))
+    bad = {k: f"{v:+.0%}" for k, v in errs.items() if abs(v) > TOLERANCE}
+    assert not bad, f"(chunk, prefix) -> error beyond {TOLERANCE:.0%}: {bad}"
+    # the trained sizes themselves stay accurate (the fix does not trade them away)
+    assert all(abs(v) < 0.05 for v in rel_errors(alp, cost, (128,)).values())
+
+
+def test_long_narrow_run_stays_bounded(cost, profile):
+    # 20 forgetting windows of 128-token chunks: no slow drift of the unexcited directions
+    alp = ALPredictor(profile)
+    train(alp, cost, random.Random(2), 8000)
+    assert alp.resets == 0
+    assert all(abs(v) <= TOLERANCE for v in rel_errors(alp, cost, (1024, 2048)).values())
+
+
+def test_wide_data_after_narrow_data_is_learned(cost, profile):
+    # the prior must not stop the predictor from learning large chunks once it sees them
+    rng = random.Random(3)
+    alp = ALPredictor(profile)
+    train(alp, cost, rng, 2000)
+    for _ in range(1500):
+        train(alp, cost, rng, 1, chunk=rng.choice((256, 512, 1024, 2048)))
+    assert all(abs(v) < 0.05 for v in rel_errors(alp, cost, (512, 1024, 2048)).values())
