@@ -91,6 +91,20 @@ def test_hold_splits_and_merges_back(state):
     assert not state.held and hooks._after_drained(True, sched) is None
 
 
+def test_held_batch_keeps_per_request_lists_for_merge(state):
+    sched = Sched()
+    batch = Batch([Req("a"), Req("b"), Req("c")])
+    batch.multimodal_inputs = ["ma", "mb", "mc"]
+    state.pending = PpschedDecision(0, 0, hold_rids=("b",))
+    hooks._around_decode(decode_orig, sched, batch)
+    assert state.held[0].multimodal_inputs == ["mb"]
+    running = Batch([Req("d")])
+    running.multimodal_inputs = ["md"]
+    held = Batch([Req("e")])
+    hooks._align_for_merge(running, held)
+    assert held.multimodal_inputs == [None]
+
+
 def test_held_batch_replaces_an_empty_running_batch(state):
     held = Batch([Req("x")])
     state.held[0] = held
