@@ -4,7 +4,9 @@ predicted = linear(batched tokens) from the offline profile
           + w . [sum(prefix*extend)/2^21, sum(extend^2)/2^20, decode_ctx_sum/1e5, 0.1]
 The attention weights ``w`` learn the residual (measured - linear) online by recursive least
 squares with forgetting. With ``correct_linear_online`` a fifth feature, linear/100 ms, lets RLS
-rescale the profile's linear term too (profile from another GPU, clock or day).
+rescale the profile's linear term too (profile from another GPU, clock or day). The prefill
+weights and the linear correction keep a prior at 0 that forgetting never erases (stabilised
+forgetting, ``_anchor``), so they cannot extrapolate from a narrow range of chunk sizes.
 
 Pure-Python arithmetic on 4-5 floats: at this size it beats numpy's per-call overhead
 (bench/bench_predictor.py measures both).
@@ -145,11 +147,15 @@ class ALPredictor:
     def _anchor(self) -> None:
         """Stabilised forgetting: give back the prior precision that forgetting just removed.
 
-        Plain forgetting divides the information matrix by lambda every step, so P0's prior
-        (weights 0 = the offline profile alone, precision 1/init_cov) fades and directions the
-        data barely excite are fitted from noise and wind up. Adding (1-lambda)/init_cov per
-        anchored weight keeps information >= P0^-1 there: each is one exact rank-1 update with
-        a pseudo-observation "w_i = 0".
+        Plain forgetting scales the information matrix by lambda every step, so P0's prior
+        (weight 0 = the offline profile alone, precision 1/init_cov) fades away. A weight the
+        recent data excite only over a narrow range is then fitted to whatever misfit sits there:
+        with only 128-token chunks, sum(extend^2)/2^20 is 1/64, a 1 ms offset becomes a weight
+        of 64 and a 1024-token chunk is predicted 64 ms too slow. Adding (1-lambda)/init_cov
+        to the information of each anchored weight every step (an exact rank-1 update with the
+        pseudo-observation "w_a = 0") keeps that prior for good: the estimate minimises the
+        forgetting-weighted squared error plus sum_a (w_a^2 / init_cov), and P_aa <= init_cov.
+        Wide data (chunks of several sizes) outweigh the prior within a few dozen samples.
         """
         c = (1.0 - self.forgetting) * self._prior_precision
         if c <= 0.0:
@@ -172,7 +178,8 @@ class ALPredictor:
                     p[j][i] = v
 
     def _reset(self) -> None:
-        """Covariance blow-up (rare features under forgetting): restart it, keep finite weights."""
+        """Non-finite or blown-up covariance (e.g. a corrupted saved state): restart it, keep
+        finite weights. Unexcited bias or decode directions could still wind up here."""
         self.cov = self._identity()
         if not all(math.isfinite(v) for v in self.weights):
             self.weights = [0.0] * self.n
