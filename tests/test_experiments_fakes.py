@@ -39,8 +39,10 @@ def fake_simulate(config, workload):
                              slot=r.req_id % 4)
                for r in workload.requests]
     iterations = pd.DataFrame({"slot": [0, 1], "stage": [0, 0], "start_s": [0.0, 0.02],
-                               "end_s": [0.02, 0.05], "predicted_ms": [19.0, 31.0],
-                               "measured_ms": [20.0, 30.0]})
+                               "end_s": [0.02, 0.05], "prefill_tokens": [256, 0],
+                               "prefix_tokens": [0, 0], "decode_reqs": [0, 8],
+                               "decode_ctx_sum": [0, 4000], "kind": ["prefill", "decode"],
+                               "predicted_ms": [19.0, 31.0], "measured_ms": [20.0, 30.0]})
     summary = {"requests": len(records), "ttft_ms": {"p90": 100.0},
                "tpot_ms": {"p90": 1000 * tpot_s}, "e2e_ms": {"p90": 1000 * tpot_s * 100},
                "slo_attainment": 1.0}

@@ -49,7 +49,8 @@ def test_every_figure_has_png_and_csv(results):
     # The fake keeps P90 TPOT under 150 ms at this load only for high-capacity policies.
     assert replay["slo_attainment"].between(0, 1).all()
     alp = pd.read_csv(out / "figures" / "alp_predicted_vs_measured.csv")
-    assert list(alp["measured_ms"]) == [20.0, 30.0]
+    told = alp[alp["source"] == "controller"]
+    assert list(told["measured_ms"]) == [20.0, 30.0]
 
 
 def test_report_shows_ours_next_to_paper(results):
@@ -58,7 +59,8 @@ def test_report_shows_ours_next_to_paper(results):
     assert "| predictive / static:2048 | 1 |" in text and "2.70×" in text and "5.40×" in text
     ours = table[(table.policy == "predictive") & (table.slo_scale == 1.0)]["ratio_vs_2048"]
     assert f"{float(ours.iloc[0]):.2f}×" in text
-    assert "MAPE" in text and "51.68" in text and "92.5%" in text
+    assert "controller's own prediction" in text and "MAPE 4.2% over 2" in text
+    assert "51.68" in text and "92.5%" in text
     assert "wall time: 0.2 min" in text
 
 
@@ -100,3 +102,33 @@ def test_paper_and_figures_parse_their_defaults():
     for cmd in ("paper", "figures"):
         args = build_parser().parse_args([cmd])
         assert args.num_requests == 600 and args.figure_requests == 600 and args.rel_tol == 0.05
+
+
+def test_alp_online_replay_predicts_before_it_learns(monkeypatch):
+    import numpy as np
+
+    import ppsched.dcp.registry as registry
+    from ppsched.experiments.fig_iter import ALP_WARMUP, alp_frame
+    from ppsched.experiments.run_config import RunConfig
+
+    class Recorder:  # predicts the number of measurements it has learnt so far
+        def __init__(self):
+            self.learnt = []
+
+        def predict(self, shape):
+            return float(len(self.learnt))
+
+        def update(self, shape, measured_ms):
+            self.learnt.append((shape.prefill_tokens, shape.decode_count, measured_ms))
+
+    rec = Recorder()
+    monkeypatch.setattr(registry, "default_predictor", lambda ctx: rec)
+    n = ALP_WARMUP + 20
+    frame = pd.DataFrame({"stage": 0, "start_s": np.arange(n)[::-1] * 0.1,  # reverse order
+                          "prefill_tokens": np.arange(n) % 2 * 128, "prefix_tokens": 0,
+                          "decode_reqs": 4, "decode_ctx_sum": 400, "kind": "mixed",
+                          "predicted_ms": np.nan, "measured_ms": np.arange(n) + 1.0})
+    out = alp_frame(frame, RunConfig(chunk="predictive"))
+    assert list(out["predicted_ms"]) == [float(i) for i in range(ALP_WARMUP, n)]
+    # Learnt in time order (latest start first in the input), never a measurement ahead.
+    assert [m for _, _, m in rec.learnt] == [float(n - i) for i in range(n)]

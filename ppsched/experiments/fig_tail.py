@@ -21,7 +21,9 @@ def policy_rows(workload: str, rate: float, runs: dict[str, PolicyRun]) -> list[
     for key, run in runs.items():
         s = run.outcome.summary
         row = {"workload": workload, "rate_rps": rate, "policy": key, "chosen": run.chosen,
-               "slo_attainment": float(s.get("slo_attainment", np.nan))}
+               "slo_attainment": float(s.get("slo_attainment", np.nan)),
+               "ds_holds": float(s.get("ds_holds", np.nan)),
+               "bubble_fraction": float(s.get("bubble_fraction", np.nan))}
         for metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
             for which in ("mean", "p90", "p99"):
                 row[f"{metric.split('_')[0]}_{which}_ms"] = stat(s, metric, which)

@@ -89,7 +89,8 @@ def figures_step(runner: Runner, setup: Setup, out: Path, plan: PaperPlan) -> No
     plot_cdf(lat, figs, title)
     pd.DataFrame([{"policy": k, **v} for k, v in percentile_table(lat).items()]).to_csv(
         figs / "iteration_latency_percentiles.csv", index=False)
-    plot_alp(alp_frame(runs["predictive"].outcome.iterations()), figs,
+    predictive = runs["predictive"].outcome
+    plot_alp(alp_frame(predictive.iterations(), predictive.task.config), figs,
              f"ALP on {setup.model}, azure-conv @ {rate:g} req/s (predictive DCP)")
 
     rows = []
@@ -107,7 +108,8 @@ def figures_step(runner: Runner, setup: Setup, out: Path, plan: PaperPlan) -> No
         for key, run in run_policies(runner, setup, spec, ALL_POLICY_KEYS, slo=slo).items():
             rows.append({"policy": key, "chosen": run.chosen, "tpot_slo_ms": tpot,
                          "ttft_slo_ms": slo.ttft_ms, "requests": len(run.outcome.records),
-                         "slo_attainment": attainment(run.outcome, slo)})
+                         "slo_attainment": attainment(run.outcome, slo),
+                         "ds_holds": run.outcome.summary.get("ds_holds")})
     plot_replay(pd.DataFrame(rows), figs,
                 f"{setup.model}, azure-conv first {plan.replay_window_min:g} min replayed at "
                 f"{plan.replay_speedup:g}× speed ({rows[0]['requests']} requests)")
