@@ -93,7 +93,8 @@ def plugin(model, tmp_path_factory):
            "PPSCHED_DECISION_LOG": str(log)}
     # Launch chunk above every candidate: a split prefill of exactly a candidate size proves the
     # plugin's chunk was applied (stock would cut at 256).
-    server = launch(PY, cpu_args(model, free_port(), chunk=2 * max(CANDIDATES)),
+    server = launch(PY, cpu_args(model, free_port(), chunk=2 * max(CANDIDATES),
+                                 extra=("--enable-metrics",)),
                     tmp / "server.log", env=env)
     yield {"server": server, "log": log, "fault": fault}
     server.stop()
@@ -230,6 +231,14 @@ def test_idle_without_kv_leak(plugin):
     assert server.healthy()
     text = server.log_text().lower()
     assert "leak" not in text and "traceback" not in text
+
+
+def test_counters_next_to_sglang_metrics(plugin):
+    text = urllib.request.urlopen(plugin["server"].url + "/metrics", timeout=30).read().decode()
+    for rank in (0, 1):
+        assert f'ppsched_chunk_applied_total{{pp_rank="{rank}"}}' in text
+        assert f'ppsched_hold_turns_total{{pp_rank="{rank}"}}' in text or _ds_mode() == "off"
+    assert 'ppsched_decisions_total{pp_rank="0"}' in text
 
 
 def test_injected_fault_falls_back_and_keeps_serving(plugin):
