@@ -29,12 +29,13 @@ BIAS = 0.1
 LINEAR_SCALE = 100.0  # ms: the online linear-correction feature is linear_ms / 100
 COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-up: reset
 # Weights kept near their prior (0: the offline profile alone) unless the data say otherwise
-# (stabilised forgetting, see _anchor): the prefill terms, which grow quadratically with a chunk
-# size the scheduler may not have tried yet, and the linear correction, which is collinear with
-# the bias while batches stay inside one staircase band. Not the bias (every sample excites it)
-# nor the decode-context term (linear, excited by every decode batch; anchoring it cost 0.3
-# points of MAPE on summarization, bench/predictor.md).
-ANCHORED = (0, 1, 4)
+# (stabilised forgetting, see _anchor), as (index, prior precision; None = 1/init_cov, the
+# paper's P0). The prefill terms grow quadratically with a chunk size the scheduler may not
+# have tried yet. The linear correction is in percent of the profile's line: LINEAR_PRIOR_SD.
+# Not the bias (every sample excites it) nor the decode-context term (linear, excited by every
+# decode batch; anchoring it cost 0.3 points of MAPE on summarization, bench/predictor.md).
+LINEAR_PRIOR_SD = 10.0
+ANCHORS = ((0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -65,10 +66,13 @@ class ALPredictor:
         self.correct_linear_online = bool(correct_linear_online)
         self.n = 5 if correct_linear_online else 4
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
+        # the correction feature follows the profile's line, not its staircase (see ANCHORS)
+        self._a0 = profile.alpha0 / LINEAR_SCALE
+        self._a1 = profile.alpha1 / LINEAR_SCALE
         self.weights = [0.0] * self.n
         self.cov = self._identity()
-        self._anchored = tuple(a for a in ANCHORED if a < self.n)
-        self._prior_precision = 1.0 / self.init_cov
+        self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else prec)
+                              for a, prec in ANCHORS if a < self.n)
         self.updates = 0
         self.resets = 0
         self.clipped = 0
@@ -78,10 +82,11 @@ class ALPredictor:
 
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
-        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
+        tokens = shape.prefill_tokens + shape.decode_count
+        lin = self.profile.linear_ms(tokens)
         x = list(features(shape))
         if self.correct_linear_online:
-            x.append(lin / LINEAR_SCALE)
+            x.append(self._a0 * tokens + self._a1 if tokens else 0.0)
         return lin, x
 
     def predict(self, shape: BatchShape) -> float:
@@ -97,8 +102,8 @@ class ALPredictor:
         w = self.weights
         out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
                + w[2] * shape.decode_ctx_sum / DECODE_SCALE + w[3] * BIAS)
-        if self.n == 5:
-            out += w[4] * lin / LINEAR_SCALE
+        if self.n == 5 and tokens:
+            out += w[4] * (self._a0 * tokens + self._a1)
         return out
 
     def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:
@@ -157,16 +162,15 @@ class ALPredictor:
         forgetting-weighted squared error plus sum_a (w_a^2 / init_cov), and P_aa <= init_cov.
         Wide data (chunks of several sizes) outweigh the prior within a few dozen samples.
         """
-        c = (1.0 - self.forgetting) * self._prior_precision
-        if c <= 0.0:
+        forgotten = 1.0 - self.forgetting
+        if forgotten <= 0.0:
             return  # lambda = 1: nothing was forgotten, P0 still holds
-        inv_c = 1.0 / c
         n = self.n
         w = self.weights
         p = self.cov
-        for a in self._anchored:
+        for a, precision in self._anchors:
             pa = p[a][:]
-            denom = inv_c + pa[a]
+            denom = 1.0 / (forgotten * precision) + pa[a]
             gain = -w[a] / denom
             for i in range(n):
                 w[i] += pa[i] * gain
