@@ -31,9 +31,11 @@ COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-u
 # Weights kept near their prior (0: the offline profile alone) unless the data say otherwise
 # (stabilised forgetting, see _anchor), as (index, prior precision; None = 1/init_cov, the
 # paper's P0). The prefill terms grow quadratically with a chunk size the scheduler may not
-# have tried yet. The linear correction is in percent of the profile's line: LINEAR_PRIOR_SD.
-# Not the bias (every sample excites it) nor the decode-context term (linear, excited by every
-# decode batch; anchoring it cost 0.3 points of MAPE on summarization, bench/predictor.md).
+# have tried yet. The linear correction (in percent of the profile's term) is collinear with
+# the bias while batches stay inside one staircase band; its prior: the profile is right to
+# within LINEAR_PRIOR_SD percent (one standard deviation). Not the bias (every sample excites
+# it) nor the decode-context term (linear, excited by every decode batch; anchoring it cost 0.3
+# points of MAPE on summarization, bench/predictor.md).
 LINEAR_PRIOR_SD = 10.0
 ANCHORS = ((0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
 
@@ -66,9 +68,6 @@ class ALPredictor:
         self.correct_linear_online = bool(correct_linear_online)
         self.n = 5 if correct_linear_online else 4
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
-        # the correction feature follows the profile's line, not its staircase (see ANCHORS)
-        self._a0 = profile.alpha0 / LINEAR_SCALE
-        self._a1 = profile.alpha1 / LINEAR_SCALE
         self.weights = [0.0] * self.n
         self.cov = self._identity()
         self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else prec)
@@ -82,11 +81,10 @@ class ALPredictor:
 
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
-        tokens = shape.prefill_tokens + shape.decode_count
-        lin = self.profile.linear_ms(tokens)
+        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
         x = list(features(shape))
         if self.correct_linear_online:
-            x.append(self._a0 * tokens + self._a1 if tokens else 0.0)
+            x.append(lin / LINEAR_SCALE)
         return lin, x
 
     def predict(self, shape: BatchShape) -> float:
@@ -102,8 +100,8 @@ class ALPredictor:
         w = self.weights
         out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
                + w[2] * shape.decode_ctx_sum / DECODE_SCALE + w[3] * BIAS)
-        if self.n == 5 and tokens:
-            out += w[4] * (self._a0 * tokens + self._a1)
+        if self.n == 5:
+            out += w[4] * lin / LINEAR_SCALE
         return out
 
     def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:
