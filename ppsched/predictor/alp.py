@@ -154,15 +154,16 @@ class ALPredictor:
         (weight 0 = the offline profile alone, precision 1/init_cov) fades away. A weight the
         recent data excite only over a narrow range is then fitted to whatever misfit sits there:
         with only 128-token chunks, sum(extend^2)/2^20 is 1/64, a 1 ms offset becomes a weight
-        of 64 and a 1024-token chunk is predicted 64 ms too slow. Adding (1-lambda)/init_cov
+        of 64 and a 1024-token chunk is predicted 64 ms too slow. Adding (1-lambda)*precision_a
         to the information of each anchored weight every step (an exact rank-1 update with the
-        pseudo-observation "w_a = 0") keeps that prior for good: the estimate minimises the
-        forgetting-weighted squared error plus sum_a (w_a^2 / init_cov), and P_aa <= init_cov.
-        Wide data (chunks of several sizes) outweigh the prior within a few dozen samples.
+        pseudo-observation "w_a = 0") keeps a prior for good: the estimate minimises the
+        forgetting-weighted squared error plus sum_a precision_a * w_a^2, and
+        P_aa <= 1/precision_a. Wide data (chunks of several sizes) outweigh it within a few
+        dozen samples.
         """
         forgotten = 1.0 - self.forgetting
         if forgotten <= 0.0:
-            return  # lambda = 1: nothing was forgotten, P0 still holds
+            return  # lambda = 1: nothing is forgotten, P0 itself stays the prior
         n = self.n
         w = self.weights
         p = self.cov
