@@ -60,6 +60,8 @@ MAIN = workload(32, seed=1)
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
+    if os.environ.get("PPSCHED_LIVE_MODEL"):  # a real model on a GPU box (docs/SGLANG_PLUGIN.md)
+        return os.environ["PPSCHED_LIVE_MODEL"]
     return make_tiny_model(PY, tmp_path_factory.mktemp("tiny-qwen2"))
 
 
@@ -223,6 +225,19 @@ def test_soak_burst_with_client_aborts(plugin):
         if spec.req_id not in aborted:
             assert res.completion_tokens == spec.output_tokens
     assert plugin["server"].healthy()
+
+
+def test_cli_live_replay_writes_simulator_outputs(plugin, tmp_path):
+    from ppsched.cli.main import main
+
+    out = tmp_path / "live"
+    code = main(["run", "--engine", plugin["server"].url, "--workload", "synthetic-decode",
+                 "--rate", "20", "--num-requests", "6", "--max-context", "80",
+                 "--out", str(out)])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["live_failed"] == 0 and summary["completed"] == 6
+    assert (out / "requests.csv").is_file()
 
 
 def test_idle_without_kv_leak(plugin):

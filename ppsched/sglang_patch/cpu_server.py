@@ -7,6 +7,7 @@ runs in its own process group so ``stop()`` kills every stage even if SGLang han
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -21,7 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def sglang_python() -> Path | None:
-    """The SGLang venv's python if it is built (PPSCHED_SGLANG_VENV or the default place)."""
+    """The python that runs SGLang: PPSCHED_SGLANG_PYTHON (e.g. a GPU install), else the CPU
+    venv built by scripts/setup_sglang_cpu.sh (PPSCHED_SGLANG_VENV or the default place)."""
+    explicit = os.environ.get("PPSCHED_SGLANG_PYTHON")
+    if explicit:
+        return Path(explicit) if Path(explicit).is_file() else None
     venv = Path(os.environ.get("PPSCHED_SGLANG_VENV") or DEFAULT_VENV)
     py = venv / "bin" / "python"
     return py if py.is_file() and (venv / ".ppsched-recipe").is_file() else None
@@ -42,7 +47,16 @@ def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
 def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
              max_running: int = 16, max_total_tokens: int = 8192, context: int = 1024,
              extra: tuple[str, ...] = ()) -> list[str]:
-    """The CPU recipe of docs/SGLANG_PLUGIN.md (torch_native attention, no CUDA graphs)."""
+    """The CPU recipe of docs/SGLANG_PLUGIN.md (torch_native attention, no CUDA graphs).
+
+    With PPSCHED_LIVE_GPU=1 the CPU-only flags are left out and PPSCHED_LIVE_EXTRA_ARGS (shell
+    words) are appended: the live tests then run on a GPU install against a real model.
+    """
+    if os.environ.get("PPSCHED_LIVE_GPU") == "1":
+        return ["--model-path", str(model), "--skip-tokenizer-init", "--pp-size", str(pp_size),
+                "--max-running-requests", str(max_running), "--context-length", str(context),
+                "--chunked-prefill-size", str(chunk), "--host", "127.0.0.1", "--port", str(port),
+                *shlex.split(os.environ.get("PPSCHED_LIVE_EXTRA_ARGS", "")), *extra]
     return ["--model-path", str(model), "--device", "cpu", "--skip-tokenizer-init",
             "--pp-size", str(pp_size), "--attention-backend", "torch_native",
             "--sampling-backend", "pytorch", "--max-total-tokens", str(max_total_tokens),
@@ -99,8 +113,9 @@ def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | 
            timeout_s: float = 240.0) -> Server:
     """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
     port = int(args[args.index("--port") + 1])
-    full_env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1",
-                **(env or {})}
+    cpu = {} if os.environ.get("PPSCHED_LIVE_GPU") == "1" else \
+        {"SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
+    full_env = {**os.environ, **cpu, **(env or {})}
     fh = log_path.open("w")
     proc = subprocess.Popen([str(python), "-m", "sglang.launch_server", *args], cwd="/",
                             stdout=fh, stderr=subprocess.STDOUT, env=full_env,
