@@ -88,13 +88,16 @@ def _after_init_dispatcher(result, sched) -> None:
             raise UserError(f"PPSCHED_CANDIDATES up to {max(cfg.candidates)} > "
                             f"--chunked-prefill-size {launch_chunk}: launch with the largest "
                             "candidate")
+        if cfg.ds != "off" and int(par.pp_size) < 2:
+            raise UserError(f"PPSCHED_DS={cfg.ds!r} needs --pp-size >= 2 (it trims microbatch "
+                            "slots of the PP loop); set PPSCHED_DS=off")
         model = model_for(cfg, getattr(args, "model_path", None),
                           getattr(args, "context_length", None))
         ctx = policy_context(cfg, model, int(par.pp_size), int(par.tp_size), launch_chunk)
         # Only rank 0 decides; the other ranks build the policies too so a bad setting fails
         # the same way everywhere.
         controller, trimmer = build_policies(cfg, ctx)
-    except (UserError, ValueError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever goes wrong here, SGLang must start stock
         logger.error("ppsched: plugin refuses to enable on PP rank %d: %s; SGLang runs stock",
                      rank, exc)
         return None
