@@ -3,9 +3,9 @@
 Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
        .venv/bin/python bench/bench_dcp.py --e2e [--mixed] --chunks greedy,predictive
               --rates 3,4,5 --seeds 0,1 [--requests 1000]
---e2e runs azure-conv Poisson on qwen2.5-32b PP4 (a100-40g-pcie) at SLO scale 1.0 and prints one
-line per (chunk, rate, seed) and a goodput summary (highest rate on the grid where every seed and
-every lower rate meets P90 TTFT <= 2000 ms and P90 TPOT <= 200 ms).
+--e2e runs --workload (default azure-conv) Poisson on qwen2.5-32b PP4 (a100-40g-pcie) at SLO
+scale 1.0 and prints one line per (chunk, rate, seed) and a goodput summary (highest rate on the
+grid where every seed and every lower rate meets P90 TTFT <= 2000 ms and P90 TPOT <= 200 ms).
 Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
 on average per iteration), and 'full decision' where every call is a decision iteration (the
 worst single call). Snapshots are realistic in size: a 32-request queue view, 4 slots of ~100
@@ -70,7 +70,7 @@ def e2e(args: argparse.Namespace) -> int:
     rates = [float(r) for r in args.rates.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     mode = "mixed" if args.mixed else "plain"
-    print(f"azure-conv qwen2.5-32b pp4, {args.requests} requests, loop={mode}; "
+    print(f"{args.workload} qwen2.5-32b pp4, {args.requests} requests, loop={mode}; "
           "P90 TTFT / P90 TPOT / P90 E2E ms, iteration P90 ms, SLO attainment, goodput_ok")
     for chunk in args.chunks.split(","):
         ok_at: dict[float, bool] = {}
@@ -78,7 +78,7 @@ def e2e(args: argparse.Namespace) -> int:
             for seed in seeds:
                 cfg = RunConfig(model="qwen2.5-32b", parallel="pp4", chunk=chunk, seed=seed,
                                 mixed_chunk=args.mixed)
-                wl = load(WorkloadSpec("azure-conv", rate=rate, num_requests=args.requests,
+                wl = load(WorkloadSpec(args.workload, rate=rate, num_requests=args.requests,
                                        seed=seed))
                 s = simulate(cfg, wl).summary
                 ok_at[rate] = ok_at.get(rate, True) and bool(s["goodput_ok"])
@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--rates", default="3,4,5")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--workload", default="azure-conv", help="trace name (e.g. sharegpt)")
     args = ap.parse_args()
     if args.e2e:
         return e2e(args)

@@ -43,6 +43,8 @@ from ppsched.core.batch import BatchShape
 from ppsched.core.policy import ChunkDecision
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.dcp.calibrate import TileResidual
+from ppsched.dcp.frontier import frontier_choice, oa_rate
 from ppsched.dcp.signals import (
     PAPER_KV_WATERMARK,
     PAPER_MAX,
@@ -78,7 +80,9 @@ class PredictiveConfig:
     demand: str = "fcfs"  # "paper": sum_i rem_i / budget_i; "fcfs": max prefix cum / budget
     decodes: str = "fullest"  # "paper": the asking slot's decodes; "fullest": the fullest slot's
     batch: str = "engine"  # "paper": c prefill + d decodes; "engine": as the engine builds it (4)
-    select: str = "steady"  # "paper": smallest feasible; "steady": least steady-state TPOT (5)
+    # "paper": smallest feasible; "steady": least steady-state TPOT (5); "frontier": (6) in mixed
+    # loops, "steady" until a mixed batch is seen
+    select: str = "frontier"
 
     def __post_init__(self) -> None:
         if self.step <= 0 or self.max_tokens < self.step:
@@ -92,7 +96,7 @@ class PredictiveConfig:
                                      ("demand", self.demand, ("paper", "fcfs")),
                                      ("decodes", self.decodes, ("paper", "fullest")),
                                      ("batch", self.batch, ("paper", "engine")),
-                                     ("select", self.select, ("paper", "steady"))):
+                                     ("select", self.select, ("paper", "steady", "frontier"))):
             if value not in allowed:
                 raise ValueError(f"predictive: {name}={value!r}, expected one of {allowed}")
 
@@ -179,11 +183,15 @@ class PredictiveChunk:
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
         self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
+        self._residual = TileResidual()  # used by the frontier rule only
 
     def observe(self, measurement: StageMeasurement) -> None:
         # ALP learns from every measured iteration, prefill or decode, any stage
         kind = measurement.shape.kind
         if kind != "empty" and measurement.measured_ms > 0:
+            if self.cfg.select == "frontier":  # residual of the prediction made before learning
+                predicted = self.predictor.predict_many((measurement.shape,))[0]
+                self._residual.update(measurement.shape, predicted, measurement.measured_ms)
             self.predictor.update(measurement.shape, measurement.measured_ms)
         if kind == "mixed":
             self.mixed_seen = True
@@ -193,6 +201,8 @@ class PredictiveChunk:
         arrival_rate = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)
         candidates = candidate_grid(snap.max_chunk_tokens, cfg.step, cfg.max_tokens)
         floor = safe_floor(candidates, snap.max_slot_decode_reqs)
+        if cfg.select == "frontier" and self.mixed_seen:
+            return self._remember(self._frontier(snap, candidates, floor, arrival_rate))
         last = self._last
         if snap.iteration < self._next_iteration and last is not None:
             if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
@@ -244,7 +254,7 @@ class PredictiveChunk:
                 feasible.append(i)
         tpot_est = None
         steady_reason = ""
-        if cfg.select == "steady" and dec_avg > 0 and demand < INF:
+        if cfg.select != "paper" and dec_avg > 0 and demand < INF:
             tpot_est = steady_tpot(prefill, stage, dec_avg, demand / 1000.0, pp, lost_turn=plain)
             keep_up = [i for i, t in enumerate(tpot_est) if t < INF]
             feasible = [i for i in keep_up if tpot_est[i] <= tpot_cap]
@@ -279,6 +289,55 @@ class PredictiveChunk:
             ("kv_free_frac", snap.kv_free_fraction),
             ("tpot_est_ms", tpot_est[idx] if tpot_est else NAN),
         ), float(stage[idx])))
+
+    def _frontier(self, snap: ChunkSnapshot, candidates: tuple[int, ...], floor: int,
+                  arrival_rate: float) -> ChunkDecision:
+        """(6) per microbatch, mixed loop: ``frontier`` module. The asking slot's decodes are the
+        ones this batch carries, so they size it; decided on every call, since each slot's
+        microbatch is its own decision (no 2*pp hold)."""
+        cfg = self.cfg
+        pp = self.pp_size
+        load = next((s for s in snap.slots if s.slot == snap.slot), None)
+        d_reqs, d_ctx = (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+        ch = snap.chunked
+        prefix = ch.prompt_tokens - ch.remaining_prompt_tokens if ch is not None else 0
+        prefill = [max(c - d_reqs, 0) for c in candidates]
+        shapes = [BatchShape(((prefix, p),) if p else (), d_reqs, d_ctx) for p in prefill]
+        if d_reqs:
+            shapes.append(BatchShape((), d_reqs, d_ctx))
+        correct = self._residual.correct
+        stage = [correct(sh, ms) for sh, ms in zip(shapes, self.predictor.predict_many(shapes),
+                                                   strict=True)]
+        dec_ms = stage.pop() if d_reqs else 0.0  # no decodes: the idle slot costs nothing
+        tpot_cap = cfg.tpot_margin * self.slo.tpot_ms
+        ok = [i for i, ms in enumerate(stage) if ms * pp <= tpot_cap]
+        # a request's last chunk still has to cross the pipeline: its deadline comes one
+        # traversal (pp stages of the slowest admissible microbatch) before the TTFT SLO
+        lead = pp * max((stage[i] for i in ok), default=0.0)
+        rate = max(oa_rate(snap, self.slo.ttft_ms, lead), arrival_rate / 1000.0)
+        if kv_pressure(snap, cfg.kv_watermark):
+            idx, reason = candidates.index(floor), "kv-watermark"
+        elif not ok:
+            idx, reason = 0, "tpot-infeasible:min"
+        else:
+            sub, covers = frontier_choice([prefill[i] for i in ok], [stage[i] for i in ok],
+                                          rate)
+            if sub < 0:  # every admissible budget is spent on decodes alone
+                idx, reason = ok[-1], "frontier:no-prefill-room"
+            else:
+                idx, reason = ok[sub], ("frontier:covers" if covers else "frontier:drain")
+        chunk = candidates[idx]
+        if chunk < floor:
+            chunk, reason = floor, reason + "+safety-floor"
+            idx = candidates.index(floor)
+        supply = 1000.0 * prefill[idx] / stage[idx] if stage[idx] > 0 else INF
+        return ChunkDecision(chunk, reason, (
+            ("demand_tok_s", 1000.0 * rate), ("arrival_tok_s", arrival_rate),
+            ("supply_tok_s", supply), ("period_ms", stage[idx] * pp),
+            ("mixed_seen", 1.0), ("tpot_cap_ms", tpot_cap),
+            ("slot_decodes", float(d_reqs)), ("prefix", float(prefix)),
+            ("kv_free_frac", snap.kv_free_fraction), ("decode_stage_ms", dec_ms),
+        ), float(stage[idx]))
 
     def _remember(self, decision: ChunkDecision) -> ChunkDecision:
         self._last = decision
