@@ -86,9 +86,12 @@ def test_tpot_violated_everywhere_takes_minimum_then_safety_floor():
 
 
 def test_fullest_slot_vs_asking_slot():
-    # slot 0 asks with no decodes; slot 2 holds 150 decodes. Ours bounds TPOT by slot 2.
+    # slot 0 asks with no decodes; slot 2 holds 150 decodes. The steady rule (held for 2*pp
+    # iterations) bounds TPOT by slot 2; the frontier rule (per microbatch) is in
+    # test_dcp_frontier.py and sizes by the asking slot.
     snap = make_snap(slot=0, queue=late_queue(100_000), decodes=(0, 0, 150, 0))
-    assert mixed(ours()).decide(snap).chunk_tokens == 1280
+    steady = PredictiveChunk(SLO, 4, LinearFake(), PredictiveConfig(select="steady"))
+    assert mixed(steady).decide(snap).chunk_tokens == 1280
     assert paper().decide(snap).chunk_tokens == 2048
 
 
