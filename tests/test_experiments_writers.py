@@ -132,3 +132,10 @@ def test_alp_online_replay_predicts_before_it_learns(monkeypatch):
     assert list(out["predicted_ms"]) == [float(i) for i in range(ALP_WARMUP, n)]
     # Learnt in time order (latest start first in the input), never a measurement ahead.
     assert [m for _, _, m in rec.learnt] == [float(n - i) for i in range(n)]
+
+
+def test_report_reads_the_recorded_paper_wall_time(tmp_path):
+    (tmp_path / "paper_run.json").write_text(
+        '{"wall_s": 819.0, "runs_simulated": 725, "runs_cached": 3, "jobs": 2}')
+    text = write_report(tmp_path).read_text()
+    assert "wall time: 13.7 min with 2 worker processes (725 runs simulated, 3 from cache)" in text

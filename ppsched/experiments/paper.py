@@ -7,6 +7,7 @@ goodput_vs_slo.png), ``figures/`` (one PNG + CSV per figure), ``REPORT.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +150,10 @@ def cmd_paper(args: argparse.Namespace) -> int:
                      ("static-2048", "oracle-static", "predictive", "predictive-ds"))
         figures_step(runner, _setup(args, "qwen2.5-32b"), out, plan)
     elapsed = time.monotonic() - start
-    path = write_report(out, elapsed_s=elapsed)
+    (out / "paper_run.json").write_text(json.dumps(
+        {"wall_s": round(elapsed, 1), "runs_simulated": runner.computed,
+         "runs_cached": runner.reused, "jobs": runner.jobs}))
+    path = write_report(out)
     print(f"report: {path}\nwall time: {elapsed:.0f} s ({runner.computed} runs simulated, "
           f"{runner.reused} from cache)")
     return 0

@@ -54,5 +54,5 @@ def save(fig, frame: pd.DataFrame, out_dir: str | Path, stem: str) -> tuple[Path
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
-    frame.to_csv(csv, index=False)
+    frame.to_csv(csv, index=False, float_format="%.6g")
     return png, csv
