@@ -147,3 +147,10 @@ def test_tile_residual():
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)
+
+
+def test_kv_pressure_does_not_shrink_the_frontier_choice():
+    snap = make_snap(queue=[waiting(0, 98.1, 20_000)], decodes=(40, 0, 0, 0), kv_free=2_000)
+    d = mixed_ctl().decide(snap)
+    # 2048 would carry 40 decodes of 1000 context: 54.96 ms > 52.5, so 1920 is the largest
+    assert (d.chunk_tokens, d.reason) == (1920, "frontier:drain")

@@ -201,8 +201,10 @@ def test_decision_invariants(tokens, decodes, ctx, waited, cap, use_paper):
 
 def test_kv_pressure_guard():
     snap = make_snap(queue=late_queue(100_000), decodes=(40, 0, 0, 0), kv_free=2_000)
-    for ctl in (paper(), mixed(ours())):
+    steady = PredictiveChunk(SLO, 4, LinearFake(), PredictiveConfig(select="steady"))
+    for ctl in (paper(), mixed(steady)):
         d = ctl.decide(snap)
         assert (d.chunk_tokens, d.reason) == (128, "kv-watermark")
+    # the frontier rule (ours in mixed loops) never shrinks for KV: test_dcp_frontier.py
     # plain loop: shrinking would only add lost decode turns; admission already waits for KV
     assert ours().decide(snap).reason != "kv-watermark"

@@ -315,9 +315,10 @@ class PredictiveChunk:
         # traversal (pp stages of the slowest admissible microbatch) before the TTFT SLO
         lead = pp * max((stage[i] for i in ok), default=0.0)
         rate = max(oa_rate(snap, self.slo.ttft_ms, lead), arrival_rate / 1000.0)
-        if kv_pressure(snap, cfg.kv_watermark):
-            idx, reason = candidates.index(floor), "kv-watermark"
-        elif not ok:
+        # no KV-watermark shrink here: decodes ride in every prefill batch whatever its size, so
+        # a smaller budget only starves prefill while the engine's admission already waits for
+        # KV (azure-conv 6.5 req/s seed 0: P90 TTFT 11.1 s with the guard, 3.2 s without)
+        if not ok:
             idx, reason = 0, "tpot-infeasible:min"
         else:
             sub, covers = frontier_choice([prefill[i] for i in ok], [stage[i] for i in ok],
