@@ -20,6 +20,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.sglang_patch import translate
 from ppsched.sglang_patch.config import PluginConfig
+from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
 from ppsched.sglang_patch.policies import build_policies, model_for, policy_context
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
@@ -32,20 +33,6 @@ RECEIVER = ("sglang.srt.managers.scheduler_components.request_receiver."
 
 _CFG: PluginConfig | None = None
 STATE: PluginState | None = None
-
-
-class _Arrival:
-    """A request pulled this turn, not yet in the waiting queue (for the controller's view)."""
-
-    __slots__ = ("rid", "origin_input_ids", "output_ids")
-
-    def __init__(self, rid: str, input_ids) -> None:
-        self.rid = rid
-        self.origin_input_ids = input_ids
-        self.output_ids = ()
-
-    def finished(self) -> bool:
-        return False
 
 
 def install(cfg: PluginConfig) -> None:
@@ -156,112 +143,13 @@ def _after_pull(result, receiver):
     if st is None or result is None or st.rank != 0 or not st.active:
         return None
     try:
-        msg = _decide(st, st.sched, result)
+        msg = decide(st, st.sched, result)
     except Exception as exc:  # noqa: BLE001 - any policy error must not stop serving
         st.fail("decide", exc)
         msg = PpschedDecision(st.iteration, st.slot, fallback=True, reason=repr(exc)[:500])
     if msg is not None:
         result.append(msg)
     return None
-
-
-def _decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
-    from sglang.srt.managers.io_struct import TokenizedGenerateReqInput
-
-    now = st.now()
-    arrivals = []
-    for item in pulled:
-        if isinstance(item, TokenizedGenerateReqInput) and item.input_ids is not None:
-            st.clock.arrive(item.rid, len(item.input_ids), now)
-            arrivals.append(_Arrival(item.rid, item.input_ids))
-    waiting = list(sched.waiting_queue) + arrivals
-    chunked = sched.chunked_req
-    mbs = getattr(sched, "running_mbs", None) or [sched.running_batch]
-    slot_reqs = []
-    for i, batch in enumerate(mbs):
-        held = st.held.get(i)
-        slot_reqs.append(list(batch.reqs) + (list(held.reqs) if held is not None else []))
-    kv_free = _kv_free_tokens(sched)
-    kv_total = int(sched.max_total_num_tokens)
-
-    chunk = predicted = None
-    reason = []
-    if st.controller is not None and (waiting or chunked is not None):
-        snap = translate.chunk_snapshot(
-            now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.pp_size,
-            waiting=waiting, chunked=chunked, slot_reqs=slot_reqs, kv_free=kv_free,
-            kv_total=kv_total, clock=st.clock, recent_stage_ms=st.recent_stage_ms,
-            max_chunk=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))),
-            queue_view=st.cfg.queue_view)
-        decision = st.controller.decide(snap)
-        chunk = min(st.cfg.snap_chunk(int(decision.chunk_tokens)), st.launch_chunk)
-        predicted = decision.predicted_stage_ms
-        reason.append(decision.reason)
-        st.log.count("decisions")
-        st.log.write("decision", iteration=st.iteration, slot=st.slot, chunk=chunk,
-                     chunk_raw=int(decision.chunk_tokens), reason=decision.reason,
-                     inputs=dict(decision.inputs), predicted_ms=predicted,
-                     queued=snap.queued_requests, queued_tokens=snap.queued_prompt_tokens)
-
-    hold_rids: tuple[str, ...] = ()
-    if st.trimmer is not None:
-        hold_rids = _decide_holds(st, sched, mbs, now, kv_free, kv_total, len(waiting),
-                                  sum(translate.remaining_prompt(r) for r in waiting))
-        if hold_rids:
-            reason.append(f"hold {len(hold_rids)}")
-    if chunk is None and not hold_rids:
-        return None
-    return PpschedDecision(st.iteration, st.slot, chunk, hold_rids, reason="; ".join(reason),
-                           predicted_stage_ms=predicted)
-
-
-def _kv_free_tokens(sched) -> int:
-    """Free KV slots plus what the radix cache could evict (finished requests' cached prefixes)."""
-    free = int(sched.token_to_kv_pool_allocator.available_size())
-    evictable = getattr(sched.tree_cache, "evictable_size", None)
-    return free + (int(evictable()) if callable(evictable) else 0)
-
-
-def _slot_decode_set(sched, mbs, slot: int) -> list:
-    """The requests that would decode in ``slot`` this turn (running + just-prefilled)."""
-    reqs, seen = [], set()
-    batches = [mbs[slot]]
-    last_mbs = getattr(sched, "last_mbs", None)
-    last = last_mbs[slot] if last_mbs else sched.last_batch
-    if last is not None and last.forward_mode is not None and last.forward_mode.is_extend():
-        batches.append(last)
-    for batch in batches:
-        for r in batch.reqs:
-            if id(r) in seen or r.finished() or r is sched.chunked_req \
-                    or r is getattr(batch, "chunked_req", None):
-                continue
-            seen.add(id(r))
-            reqs.append(r)
-    return reqs
-
-
-def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens):
-    running = _slot_decode_set(sched, mbs, st.slot)
-    held_batch = st.held.get(st.slot)
-    held = [r for r in held_batch.reqs if not r.finished()] if held_batch is not None else []
-    if len(running) + len(held) < 2:
-        return ()
-    sizes = []
-    for i, batch in enumerate(mbs):
-        hb = st.held.get(i)
-        sizes.append(sum(not r.finished() for r in batch.reqs)
-                     + (sum(not r.finished() for r in hb.reqs) if hb is not None else 0))
-    snap = translate.decode_snapshot(
-        now_s=now, slot=st.slot, pp_size=st.pp_size, running=running, held=held,
-        slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=queued,
-        queued_prompt_tokens=queued_tokens, clock=st.clock)
-    decision = st.trimmer.select(snap)
-    by_id = {st.clock.get(r.rid).req_id: r.rid for r in running + held
-             if st.clock.get(r.rid) is not None}
-    hold = tuple(sorted(by_id[i] for i in decision.hold_ids if i in by_id))
-    st.log.write("ds_decision", iteration=st.iteration, slot=st.slot, reason=decision.reason,
-                 decode_set=len(running) + len(held), hold=list(hold))
-    return hold
 
 
 # ---- applying (deterministic on every rank) ----------------------------------------------
