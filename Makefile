@@ -19,7 +19,10 @@ demo: $(STAMP)
 	$(BIN)/ppsched demo --out results/demo
 
 test: $(STAMP)
-	$(BIN)/ruff check ppsched tests
+	$(BIN)/ruff check ppsched tests bench scripts
+	# Real SGLang 0.5.23 on CPU for the live plugin tests: built once per machine (~3.5 GB,
+	# ~2-4 min), cached in ~/.cache/ppsched/sglang-venv (PPSCHED_SGLANG_VENV overrides).
+	bash scripts/setup_sglang_cpu.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

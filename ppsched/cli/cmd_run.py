@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "given the predicted queue drain time (default off)")
     parser.add_argument("--no-noise", action="store_true",
                         help="turn off the cost model's seeded run-to-run noise")
+    parser.add_argument("--concurrency", type=int, default=256,
+                        help="live replay: most requests in flight at once")
+    parser.add_argument("--request-timeout", type=float, default=600.0,
+                        help="live replay: seconds before a request counts as failed")
     parser.add_argument("--out", required=True, help="output directory")
     add_workload_args(parser)
     parser.set_defaults(handler=run_command)
