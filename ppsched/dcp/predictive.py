@@ -29,6 +29,11 @@ than the smallest (``steady_tpot``). The smallest chunk is best only when a stag
 cost; a 128-token prefill stage costs about as much as a 30-request decode stage (~16 ms, mostly
 fixed), so 128-token chunks need twice the turns of 256-token ones for little saving, and in the
 plain loop every prefill turn is a decode turn lost.
+(6) in mixed loops (``select="frontier"``, the default), every microbatch is its own decision:
+the asking slot's decodes size it, the rule is ``frontier`` (least predicted stage time whose
+prefill supply covers max(arrival rate, the "optimal available" deadline rate)), predictions are
+shifted by the measured residual of their 128-token tile (``calibrate``), and there is no
+KV-watermark shrink. Until a mixed batch is seen, (5) applies.
 The engine loop is learned from ``observe``: the first mixed batch seen switches to (4)'s mixed
 shapes; before that the controller assumes SGLang's default (plain) loop.
 """
