@@ -16,6 +16,9 @@ def _common(p: argparse.ArgumentParser, *, model: bool = True) -> None:
         p.add_argument("--model", default="qwen2.5-32b", help="built-in name or HF config.json")
         p.add_argument("--hardware", default="a100-40g-pcie")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-mixed-chunk", dest="mixed_chunk", action="store_false",
+                   help="SGLang's default loop: prefill batches carry no decodes (the paper's "
+                        "system mixes them, so experiments do by default)")
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes (default: os.cpu_count())")
     p.add_argument("--cache", default="results/cache", help="run cache folder")
@@ -83,7 +86,8 @@ def _setup(args: argparse.Namespace, model: str | None = None):
         raise UserError(f"--hardware {args.hardware!r}: expected one of {', '.join(HARDWARE)}")
     if args.seed < 0:
         raise UserError(f"--seed {args.seed}: expected an integer >= 0")
-    return Setup(model=name, hardware=args.hardware, seed=args.seed)
+    return Setup(model=name, hardware=args.hardware, seed=args.seed,
+                 mixed_chunk=getattr(args, "mixed_chunk", True))
 
 
 def _check_requests(n: int) -> None:
