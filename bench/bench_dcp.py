@@ -8,8 +8,10 @@ scale 1.0 and prints one line per (chunk, rate, seed) and a goodput summary (hig
 grid where every seed and every lower rate meets P90 TTFT <= 2000 ms and P90 TPOT <= 200 ms).
 Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
 on average per iteration), and 'full decision' where every call is a decision iteration (the
-worst single call). Snapshots are realistic in size: a 32-request queue view, 4 slots of ~100
-decodes, 64 TTFT/TPOT samples. Predictive uses ALP when ppsched.predictor provides it.
+worst single call); "predictive@mixed" is predictive after it has seen a mixed batch (its
+mixed-loop frontier rule decides on every call). Snapshots are realistic in size: a 32-request
+queue view, 4 slots of ~100 decodes, 64 TTFT/TPOT samples. Predictive uses ALP when
+ppsched.predictor provides it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ppsched.core.batch import BatchShape  # noqa: E402
 from ppsched.core.models import BUILTIN_MODELS  # noqa: E402
 from ppsched.core.policy_context import PolicyContext  # noqa: E402
 from ppsched.core.slo import Slo  # noqa: E402
-from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad  # noqa: E402
+from ppsched.core.snapshots import (  # noqa: E402
+    ChunkSnapshot,
+    QueuedRequest,
+    SlotLoad,
+    StageMeasurement,
+)
 from ppsched.dcp.registry import build_chunk_controller, default_predictor  # noqa: E402
 
 
@@ -52,7 +60,10 @@ def snapshots(n: int, rng: random.Random) -> list[ChunkSnapshot]:
 
 
 def bench(spec: str, ctx: PolicyContext, snaps: list[ChunkSnapshot], full: bool, **kw) -> float:
-    ctl = build_chunk_controller(spec, ctx, **kw)
+    mixed = spec.endswith("@mixed")  # the controller has seen a mixed batch: its mixed-loop rule
+    ctl = build_chunk_controller(spec.removesuffix("@mixed"), ctx, **kw)
+    if mixed:
+        ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 156),), 100, 100_000), 30.0))
     if full:  # every call lands on a decision iteration
         snaps = [ChunkSnapshot(**{**{f: getattr(s, f) for f in s.__slots__},
                                   "iteration": 1000 * k}) for k, s in enumerate(snaps)]
@@ -125,7 +136,8 @@ def main() -> int:
 
     print(f"python {sys.version.split()[0]}; {args.calls} calls; predictor: {pred_label}")
     print(f"{'controller':<18} {'us/call':>9} {'us/full decision':>17}")
-    for spec in ("static:512", "greedy", "predictive", "predictive-paper", "sglang-dynamic"):
+    for spec in ("static:512", "greedy", "predictive", "predictive@mixed", "predictive-paper",
+                 "sglang-dynamic"):
         kw = {}
         if spec.startswith("predictive"):
             kw["predictor"] = None
