@@ -1,6 +1,7 @@
 """Chunk controllers: per-decision cost in CPython (issue 5: <= 50 us), and end-to-end on the sim.
 
 Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
+       .venv/bin/python bench/bench_dcp.py --bound --rates 6 [--workload sharegpt]
        .venv/bin/python bench/bench_dcp.py --e2e [--mixed] --chunks greedy,predictive
               --rates 3,4,5 --seeds 0,1 [--requests 1000]
 --e2e runs --workload (default azure-conv) Poisson on qwen2.5-32b PP4 (a100-40g-pcie) at SLO
@@ -106,11 +107,54 @@ def e2e(args: argparse.Namespace) -> int:
     return 0
 
 
+def bound(args: argparse.Namespace) -> int:
+    """Mean-round lower bound at one rate: the cheapest mix of turn kinds (decode-only, or a budget
+    of c batched tokens carrying d decodes) whose mean prefill supply covers the mean prompt-token
+    arrival rate, stage times from the simulator's own cost model. Queueing is ignored (the mix may
+    run at utilisation 1), so no controller can do better in the mean."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    from ppsched.experiments.run_config import RunConfig
+    from ppsched.experiments.workload_spec import WorkloadSpec, load
+    from ppsched.sim.engine.simulate import build_cost
+
+    cost = build_cost(RunConfig(model="qwen2.5-32b", parallel="pp4", chunk="static:256",
+                                mixed_chunk=True))
+    rate = float(args.rates.split(",")[0])
+    reqs = load(WorkloadSpec(args.workload, rate=rate, num_requests=args.requests, seed=0)).requests
+    prompt = float(np.mean([r.prompt_tokens for r in reqs]))
+    ctx = int(prompt + np.mean([r.output_tokens for r in reqs]) / 2)
+    demand = rate * prompt / 1000.0  # tokens/ms
+
+    def stage(shape: BatchShape) -> float:  # the slowest stage paces the pipeline
+        return max(cost.stage_ms(k, shape) for k in range(4))
+
+    print(f"{args.workload} {rate:g} req/s: demand {demand:.2f} prompt tokens/ms, ctx {ctx}")
+    for d in (20, 30, 40, 50):
+        pts = [(0, stage(BatchShape((), d, d * ctx)))]
+        pts += [(c - d, stage(BatchShape(((ctx // 2, c - d),), d, d * ctx)))
+                for c in range(128, 1025, 128)]
+        p = np.array([x[0] for x in pts], dtype=float)
+        s = np.array([x[1] for x in pts])
+        best = linprog(s, A_ub=[-(p - demand * s)], b_ub=[0], A_eq=[np.ones_like(s)], b_eq=[1],
+                       bounds=(0, 1))
+        at256 = [0, 2]  # decode-only turns and 256-token budgets: what static:256 can mix
+        fixed = linprog(s[at256], A_ub=[-(p[at256] - demand * s[at256])], b_ub=[0],
+                        A_eq=[[1, 1]], b_eq=[1], bounds=(0, 1))
+        mix = ", ".join(f"{int(p[k]) + d}: {v:.2f}" for k, v in enumerate(best.x) if v > 1e-3)
+        print(f"  {d} decodes/microbatch: decode-only round {4 * s[0]:.1f} ms; best mix round "
+              f"{4 * best.fun:.1f} ms ({mix}); decode-only + 256 round {4 * fixed.fun:.1f} ms")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--e2e", action="store_true", help="end-to-end runs on the simulator")
     ap.add_argument("--mixed", action="store_true", help="SGLang --enable-mixed-chunk loop")
+    ap.add_argument("--bound", action="store_true",
+                    help="mixed-loop mean-round lower bound at the first of --rates")
     ap.add_argument("--chunks", default="static:256,predictive,predictive-paper")
     ap.add_argument("--rates", default="3,4,5")
     ap.add_argument("--seeds", default="0,1")
@@ -119,6 +163,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.e2e:
         return e2e(args)
+    if args.bound:
+        return bound(args)
     ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"])
     snaps = snapshots(args.calls, random.Random(0))
     try:
