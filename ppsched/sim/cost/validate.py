@@ -110,8 +110,13 @@ def _attention_self(data_dir: Path) -> dict[str, float]:
                       frame["time_stats.attn_decode.median"])
     frame["total"] = kernel + sum(frame[f"time_stats.{p}.median"].fillna(0.0)
                                   for p in ("attn_input_reshape", "attn_output_reshape"))
-    dec = frame[~frame["is_prefill"]]
-    pre = frame[frame["is_prefill"]]
+    return _attention_errors(model, frame)
+
+
+def _attention_errors(model: AttentionModel, rows: pd.DataFrame) -> dict[str, float]:
+    """MAPE of the attention model against the rows' measured ``total`` (decode and prefill)."""
+    dec = rows[~rows["is_prefill"]]
+    pre = rows[rows["is_prefill"]]
     dec_pred = np.array([model.decode_ms(int(b), int(b) * int(kv))
                          for b, kv in zip(dec["batch_size"], dec["kv_cache_size"], strict=True)])
     pre_pred = np.array([model.prefill_ms(((int(kv), int(c)),))
@@ -129,15 +134,7 @@ def _attention_holdout(data_dir: Path) -> dict[str, float]:
     held = frame["kv_cache_size"].isin(dropped_kv)
     model = AttentionModel(frame[~held], PROFILE_Q_HEADS, PROFILE_KV_HEADS, PROFILE_HEAD_DIM)
     test = frame[held]
-    dec = test[~test["is_prefill"]]
-    pre = test[test["is_prefill"]]
-    dec_pred = np.array([model.decode_ms(int(b), int(b) * int(kv))
-                         for b, kv in zip(dec["batch_size"], dec["kv_cache_size"], strict=True)])
-    pre_pred = np.array([model.prefill_ms(((int(kv), int(c)),))
-                         for c, kv in zip(pre["prefill_chunk_size"], pre["kv_cache_size"],
-                                          strict=True)])
-    return {"attn_decode": _mape(dec_pred, dec["total"].to_numpy()),
-            "attn_prefill": _mape(pre_pred, pre["total"].to_numpy())}
+    return _attention_errors(model, test)
 
 
 def _cpu_self(data_dir: Path) -> dict[str, float]:
