@@ -34,7 +34,7 @@ def mixed_ctl(config: PredictiveConfig | None = None, fake: LinearFake | None = 
 def test_oa_rate_fcfs_prefix_and_lateness():
     now = 100.0
     snap = make_snap(now_s=now, queue=[waiting(0, 99.0, 1000), waiting(1, 99.9, 3000)])
-    # request 0: 1000 / (1000 + REACH - 1000... ) -> left = 1000*99 + REACH - 100000
+    # time left to each deadline: arrival + REACH - now; request 1 also waits for request 0
     left0, left1 = REACH - 1000.0, REACH - 100.0
     assert oa_rate(snap, 2000.0, LEAD) == pytest.approx(max(1000 / left0, 4000 / left1))
     assert oa_rate(make_snap(now_s=now), 2000.0, LEAD) == 0.0
