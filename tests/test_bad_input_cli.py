@@ -113,6 +113,7 @@ CASES: tuple[Case, ...] = (
          "--jobs 0"),
     Case("output folder cannot be created", ("run", *WL, "--out", "/dev/null/x"),
          "'/dev/null/x'"),
+    Case("report from a folder without results", ("report", *OUT), "holds no results"),
     # profiles
     Case("profile JSON malformed (run)", ("run", "--chunk", "predictive", "--profile",
                                           "<tmp>/truncated.json", *WL, *OUT), "truncated.json"),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
 from ppsched.experiments.fig_goodput import format_table, plot_goodput
 from ppsched.experiments.fig_iter import (
@@ -162,7 +163,11 @@ def cmd_paper(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ppsched.experiments.report import write_report
 
-    print(f"report: {write_report(Path(args.out))}")
+    out = Path(args.out)
+    if not (out / "goodput").is_dir() and not (out / "figures").is_dir():
+        raise UserError(f"--out {str(out)!r} holds no results (no goodput/ or figures/ folder); "
+                        "expected the folder of `ppsched paper`, `goodput` or `figures`")
+    print(f"report: {write_report(out)}")
     return 0
 
 
