@@ -1,16 +1,31 @@
 from __future__ import annotations
 
-import pytest
-from test_dcp_support import make_snap
+from dataclasses import replace
 
+import pytest
+from test_dcp_support import make_snap, waiting
+
+from ppsched.core.models import BUILTIN_MODELS
+from ppsched.core.policy_context import PolicyContext
 from ppsched.core.slo import Slo
-from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
+from ppsched.dcp.greedy import GreedyChunk, GreedyConfig, head_wait_ms, round_ms
+from ppsched.dcp.registry import build_chunk_controller
 
 SLO = Slo(2000.0, 200.0)
 
 
-def controller(initial: int = 512, pp: int = 4) -> GreedyChunk:
-    return GreedyChunk(SLO, pp, GreedyConfig(initial_tokens=initial))
+def controller(initial: int = 512, pp: int = 4, signals: str = "completed") -> GreedyChunk:
+    """The rule tests script completed-request samples, so they drive the paper variant; the
+    leading-signal tests below script the stage latencies and the queue instead."""
+    return GreedyChunk(SLO, pp, GreedyConfig(initial_tokens=initial, signals=signals))
+
+
+def leading(initial: int = 512) -> GreedyChunk:
+    return controller(initial, signals="leading")
+
+
+def with_stages(snap, stage_ms):
+    return replace(snap, recent_stage_ms=tuple(stage_ms))
 
 
 def test_light_load_shrinks_to_minimum():
@@ -97,6 +112,60 @@ def test_no_samples_keeps_initial():
 
 def test_config_validation():
     with pytest.raises(ValueError):
+        GreedyConfig(signals="mean")
+    with pytest.raises(ValueError):
         GreedyConfig(q=0.0)
     with pytest.raises(ValueError):
         GreedyConfig(grow_ttft=0.05)
+
+
+def test_round_ms_is_the_pipeline_bound_of_disjoint_rounds():
+    assert round_ms([10.0, 10.0, 10.0], 4) is None  # not one full round yet
+    # balanced round: 4 x 20 = sum = 80; one 2048-token chunk dominates: 4 x 120 > 180
+    assert round_ms([20.0] * 4, 4) == pytest.approx(80.0)
+    assert round_ms([120.0, 20.0, 20.0, 20.0], 4) == pytest.approx(480.0)
+    # newest rounds first; a leftover partial round at the old end is ignored
+    assert round_ms([999.0, 20.0, 20.0, 20.0, 20.0, 120.0, 20.0, 20.0, 20.0], 4) \
+        == pytest.approx((80.0 + 480.0) / 2)
+
+
+def test_head_wait_counts_the_partly_prefilled_request():
+    snap = make_snap(now_s=100.0, queue=[waiting(1, 99.5, 800)],
+                     chunked=waiting(0, 98.0, 1000, 200))
+    assert head_wait_ms(snap) == pytest.approx(2000.0)
+    assert head_wait_ms(make_snap(now_s=100.0)) == 0.0
+
+
+def test_leading_tpot_shrinks_on_current_rounds_despite_old_good_samples():
+    # finished requests (old chunks) report TPOT 60 ms, but the rounds running now take 4 x 60
+    g = leading(1024)
+    snap = with_stages(make_snap(ttft=[900.0] * 10, tpot=[60.0] * 10), [60.0] * 16)
+    d = g.decide(snap)
+    assert (d.chunk_tokens, d.reason) == (896, "shrink:tpot-violated")
+    assert dict(d.inputs)["tpot_p_ms"] == pytest.approx(240.0)
+    # the paper variant reads the same snapshot as comfortable and grows
+    assert controller(1024).decide(snap).reason == "grow:ttft-tight"
+
+
+def test_leading_ttft_grows_while_the_queue_builds_before_any_first_token():
+    # recent first tokens were fast (light-load samples), but the queue head has waited 1.5 s
+    snap = with_stages(make_snap(now_s=100.0, queue=[waiting(7, 98.5, 1000)],
+                                 ttft=[80.0] * 10, tpot=[60.0] * 10), [20.0] * 16)
+    d = leading(512).decide(snap)
+    assert (d.chunk_tokens, d.reason) == (640, "grow:ttft-tight")
+    assert dict(d.inputs)["ttft_p_ms"] == pytest.approx(1500.0)
+    assert controller(512).decide(snap).reason == "shrink:ttft-slack"
+
+
+def test_leading_light_load_shrinks_and_no_stage_samples_means_no_tpot_push():
+    g = leading(512)
+    d = g.decide(make_snap(ttft=[], tpot=[300.0] * 10))  # nobody waits; no stage samples yet
+    assert (d.chunk_tokens, d.reason) == (384, "shrink:ttft-slack")
+    assert dict(d.inputs)["tpot_p_ms"] != dict(d.inputs)["tpot_p_ms"]  # NaN: no TPOT signal
+
+
+def test_registry_builds_both_variants():
+    ctx = PolicyContext(pp_size=4, slo=SLO, model=BUILTIN_MODELS["qwen2.5-32b"])
+    for spec, signals in (("greedy", "leading"), ("greedy-paper", "completed")):
+        c = build_chunk_controller(spec, ctx)
+        assert isinstance(c, GreedyChunk) and c.name == spec and c.cfg.signals == signals

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from ppsched.core.errors import UserError
 from ppsched.core.policy import ChunkController
 from ppsched.core.policy_context import PolicyContext
-from ppsched.dcp.greedy import GreedyChunk
+from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
 from ppsched.dcp.predictive import PAPER_CONFIG, PredictiveChunk, PredictiveConfig, StagePredictor
 from ppsched.dcp.sglang_dynamic import SglangDynamicChunk, sample_prefill_times
 from ppsched.dcp.static import StaticChunk
 
-CHUNK_SPECS = ("static:N", "greedy", "predictive", "predictive-paper", "sglang-dynamic")
+CHUNK_SPECS = ("static:N", "greedy", "greedy-paper", "predictive", "predictive-paper",
+               "sglang-dynamic")
 
 
 def build_chunk_controller(spec: str, ctx: PolicyContext, *,
@@ -30,8 +31,9 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
         except ValueError:
             raise UserError(f"chunk spec {spec!r}: expected static:N with N a positive integer") \
                 from None
-    if spec == "greedy":
-        return GreedyChunk(ctx.slo, ctx.pp_size)
+    if spec in ("greedy", "greedy-paper"):
+        signals = "completed" if spec == "greedy-paper" else "leading"
+        return GreedyChunk(ctx.slo, ctx.pp_size, GreedyConfig(signals=signals), name=spec)
     if spec in ("predictive", "predictive-paper"):
         config = PAPER_CONFIG if spec == "predictive-paper" else PredictiveConfig()
         return PredictiveChunk(ctx.slo, ctx.pp_size, predictor or default_predictor(ctx),
