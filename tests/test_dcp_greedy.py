@@ -120,13 +120,22 @@ def test_config_validation():
 
 
 def test_round_ms_is_the_pipeline_bound_of_disjoint_rounds():
-    assert round_ms([10.0, 10.0, 10.0], 4) is None  # not one full round yet
+    assert round_ms([10.0, 10.0, 10.0], 4) == []  # not one full round yet
     # balanced round: 4 x 20 = sum = 80; one 2048-token chunk dominates: 4 x 120 > 180
-    assert round_ms([20.0] * 4, 4) == pytest.approx(80.0)
-    assert round_ms([120.0, 20.0, 20.0, 20.0], 4) == pytest.approx(480.0)
-    # newest rounds first; a leftover partial round at the old end is ignored
+    assert round_ms([20.0] * 4, 4) == pytest.approx([80.0])
+    assert round_ms([120.0, 20.0, 20.0, 20.0], 4) == pytest.approx([480.0])
+    # newest round first; a leftover partial round at the old end is dropped
     assert round_ms([999.0, 20.0, 20.0, 20.0, 20.0, 120.0, 20.0, 20.0, 20.0], 4) \
-        == pytest.approx((80.0 + 480.0) / 2)
+        == pytest.approx([480.0, 80.0])
+
+
+def test_leading_tpot_is_the_p90_round_not_the_mean():
+    # 8 rounds of 4 x 30 = 120 ms and 2 rounds carrying a large chunk: 4 x 75 = 300 ms.
+    # Mean 156 ms would say "grow" (< 0.85 SLO); the P90 round, 300 ms, says shrink.
+    stages = [30.0] * 32 + [75.0, 30.0, 30.0, 30.0] * 2
+    d = leading(1024).decide(with_stages(make_snap(ttft=[900.0] * 10), stages))
+    assert d.reason == "shrink:tpot-violated"
+    assert dict(d.inputs)["tpot_p_ms"] == pytest.approx(300.0)
 
 
 def test_head_wait_counts_the_partly_prefilled_request():

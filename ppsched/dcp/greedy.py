@@ -8,7 +8,7 @@ Two signal sets, same rules and artifact constants (PAPER.md):
   first token. On the simulator the chunk swings 128 <-> 2048 with a period of about 40 s because
   the feedback arrives ~15 s after the cause (bench/dcp.md, "Greedy").
 - ``leading`` (``greedy``, the default): the paper's stated delay is one pipeline depth, so it
-  decides from what the current pipeline shows: TPOT = the token interval of the recent rounds
+  decides from what the current pipeline shows: TPOT = the P90 token interval of the recent rounds
   (from stage-0 latencies), TTFT = max(P90 of the samples, wait so far of the oldest request still
   waiting for its first token) -- a growing queue shows up before anyone in it is served.
 
@@ -40,22 +40,20 @@ NAN = float("nan")
 SIGNALS = ("leading", "completed")
 
 
-def round_ms(stage_ms: Sequence[float], pp_size: int) -> float | None:
-    """Mean token interval of the recent pipeline rounds, from stage-0 latencies; None if too few.
+def round_ms(stage_ms: Sequence[float], pp_size: int) -> list[float]:
+    """Token intervals of the recent pipeline rounds (newest first), from stage-0 latencies.
 
     A round of ``pp_size`` microbatches lasts at least the sum of their stage times (stage 0 runs
     them one after another) and at least ``pp_size`` times the slowest one (it must cross every
     stage before its next token). On a greedy replay this bound tracks the measured per-slot round
-    with correlation 0.95 (the plain sum: 0.88).
+    with correlation 0.95 (the plain sum: 0.88). Disjoint windows; a partial one is dropped.
     """
-    rounds = len(stage_ms) // pp_size
-    if rounds == 0:
-        return None
-    total = 0.0
-    for end in range(len(stage_ms), len(stage_ms) - rounds * pp_size, -pp_size):
-        w = stage_ms[end - pp_size:end]  # disjoint windows, newest first
-        total += max(sum(w), pp_size * max(w))
-    return total / rounds
+    n = len(stage_ms)
+    out = []
+    for end in range(n, pp_size - 1, -pp_size):
+        w = stage_ms[end - pp_size:end]
+        out.append(max(sum(w), pp_size * max(w)))
+    return out
 
 
 def head_wait_ms(snap: ChunkSnapshot) -> float:
@@ -129,7 +127,8 @@ class GreedyChunk:
         if cfg.signals == "leading":
             wait = head_wait_ms(snap)
             ttft = wait if ttft is None or wait > ttft else ttft
-            tpot = round_ms(snap.recent_stage_ms, self.pp_size)
+            # the same percentile as the samples': TPOT's SLO is a P90 over requests
+            tpot = percentile(round_ms(snap.recent_stage_ms, self.pp_size), cfg.q)
         else:
             tpot = percentile(snap.recent_tpot_ms, cfg.q)
         ttft_v = finite_or(ttft, NAN)
