@@ -48,6 +48,13 @@ POLICIES: dict[str, Policy] = {
                             ds="on", reads_slo=True),
 }
 ALL_POLICY_KEYS: tuple[str, ...] = tuple(POLICIES)
+# The paper's literal variants: selectable by name, not part of "all".
+POLICIES.update({
+    "greedy-paper": Policy("greedy-paper", "PP greedy DCP (paper signals)", "pp4", "greedy-paper",
+                           reads_slo=True),
+    "predictive-paper": Policy("predictive-paper", "PP predictive DCP (paper rule)", "pp4",
+                               "predictive-paper", reads_slo=True),
+})
 BASELINE_KEY = "static-2048"
 
 
@@ -61,7 +68,7 @@ def parse_policies(text: str) -> tuple[str, ...]:
         if not key:
             continue
         if key not in POLICIES and not _is_static_key(key):
-            raise UserError(f"policy {key!r}: expected one of {', '.join(ALL_POLICY_KEYS)} or "
+            raise UserError(f"policy {key!r}: expected one of {', '.join(POLICIES)} or "
                             "static-N (N a positive integer), comma-separated")
         if key not in keys:
             keys.append(key)
