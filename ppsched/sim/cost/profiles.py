@@ -116,9 +116,9 @@ def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=4)
-def load_attention_profile(data_dir: Path) -> pd.DataFrame:
-    """The FlashAttention profile with one row per shape (repeats averaged), times in ms."""
+def read_attention_rows(data_dir: Path) -> pd.DataFrame:
+    """Every raw row of the FlashAttention profile (repeats kept), with ``kernel``, ``std`` and
+    ``total`` (kernel + input/output reshape) in ms."""
     path = profile_dir(data_dir) / ATTENTION_FILE
     if not path.is_file():
         raise UserError(f"attention profile {str(path)!r} not found; expected vidur's "
@@ -131,6 +131,13 @@ def load_attention_profile(data_dir: Path) -> pd.DataFrame:
                             frame["time_stats.attn_decode.std"])
     reshape = sum(frame[f"time_stats.{p}.median"].fillna(0.0) for p in parts)
     frame["total"] = frame["kernel"] + reshape
+    return frame
+
+
+@functools.lru_cache(maxsize=4)
+def load_attention_profile(data_dir: Path) -> pd.DataFrame:
+    """The FlashAttention profile with one row per shape (repeats averaged), times in ms."""
+    frame = read_attention_rows(data_dir)
     keys = ["is_prefill", "batch_size", "prefill_chunk_size", "kv_cache_size"]
     return frame.groupby(keys, as_index=False)[["total", "kernel", "std"]].mean()
 

@@ -27,13 +27,13 @@ from ppsched.sim.cost.linear import scale_op, token_curve
 from ppsched.sim.cost.overhead import CPU_PARTS, OverheadModel
 from ppsched.sim.cost.profiles import (
     ALL_OPS,
-    ATTENTION_FILE,
     GEMM_OPS,
     OpProfile,
     load_attention_profile,
     load_cpu_profile,
     load_op_profiles,
     profile_dir,
+    read_attention_rows,
 )
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
@@ -105,12 +105,7 @@ def _attention_self(data_dir: Path) -> dict[str, float]:
     """Against every raw row of the profile (repeats kept, reshape times included)."""
     model = AttentionModel(load_attention_profile(data_dir), PROFILE_Q_HEADS, PROFILE_KV_HEADS,
                            PROFILE_HEAD_DIM)
-    frame = pd.read_csv(profile_dir(data_dir) / ATTENTION_FILE)
-    kernel = np.where(frame["is_prefill"], frame["time_stats.attn_prefill.median"],
-                      frame["time_stats.attn_decode.median"])
-    frame["total"] = kernel + sum(frame[f"time_stats.{p}.median"].fillna(0.0)
-                                  for p in ("attn_input_reshape", "attn_output_reshape"))
-    return _attention_errors(model, frame)
+    return _attention_errors(model, read_attention_rows(data_dir))
 
 
 def _attention_errors(model: AttentionModel, rows: pd.DataFrame) -> dict[str, float]:
