@@ -14,6 +14,9 @@ class RequestSpec:
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
+    # Prefix identity (Mooncake traces): one id per 512-token prompt block; equal ids are equal
+    # blocks, so a prefix cache can reuse them. Empty: the trace carries no prefix identity.
+    prefix_block_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.arrival_s) and self.arrival_s >= 0):
