@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import pytest
 import test_experiments_fakes as fakes
@@ -11,7 +12,7 @@ from ppsched.cli.main import main
 from ppsched.core.errors import UserError
 from ppsched.experiments.executors import ExecutorChoice, InlineExecutor
 from ppsched.experiments.run_config import RunConfig
-from ppsched.experiments.runner import Runner, RunTask
+from ppsched.experiments.runner import Runner, RunTask, compute
 from ppsched.experiments.workload_spec import WorkloadSpec
 
 SWEEP = ["sweep", "--policies", "greedy", "--rates", "1", "--num-requests", "10"]
@@ -52,3 +53,21 @@ def test_runner_accepts_a_ready_executor(tmp_path):
         outcome = runner.submit(task).result()
     assert not outcome.cached and runner.cache.has(task.key)
     assert len(outcome.records) == 20
+
+
+def test_run_from_other_code_is_refused_not_cached(tmp_path, monkeypatch):
+    """A cluster node on another ppsched commit must not fill this commit's cache keys."""
+    import ppsched.experiments.runner as runner_module
+
+    task = RunTask(RunConfig(chunk="static:512"), WorkloadSpec("azure-conv", rate=1.0,
+                                                                num_requests=20))
+    real = runner_module.code_fingerprint()
+    monkeypatch.setattr(runner_module, "compute", _compute_on_other_code)
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        with pytest.raises(UserError, match=f"this driver's code is {real}"):
+            runner.submit(task).result()
+    assert not runner.cache.has(task.key)
+
+
+def _compute_on_other_code(task, simulate_ref):
+    return replace(compute(task, simulate_ref), code="0" * 16, host="node-7")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
@@ -22,8 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
-from ppsched.experiments.cache import RunCache, run_key
+from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
 from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
@@ -70,6 +72,8 @@ class RunResult:
     records: tuple[RequestRecord, ...]
     summary: dict[str, Any]
     iterations: pd.DataFrame | None
+    code: str  # the worker's code fingerprint: a cluster node on other code must not fill keys
+    host: str
 
 
 def compute(task: RunTask, simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE
@@ -80,13 +84,18 @@ def compute(task: RunTask, simulate_ref: str | Callable[..., Any] = DEFAULT_SIMU
     simulate = resolve(simulate_ref) if isinstance(simulate_ref, str) else simulate_ref
     result = simulate(task.config, load(task.workload))
     iterations = result.iterations if task.keep_iterations else None
-    return RunResult(tuple(result.records), result.summary, iterations)
+    return RunResult(tuple(result.records), result.summary, iterations, code_fingerprint(),
+                     socket.gethostname())
 
 
 def store(cache_root: str | os.PathLike[str], key: str, task: RunTask, result: RunResult
           ) -> RunOutcome:
     """Driver side: write a computed run to the cache under the submitter's key (source edits
     mid-sweep must not re-key runs)."""
+    if result.code != code_fingerprint():
+        raise UserError(f"a run was simulated on {result.host} by ppsched code {result.code}, "
+                        f"but this driver's code is {code_fingerprint()}: install the same "
+                        "ppsched commit on every Ray node")
     meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
     entry = RunCache(cache_root).put(key, result.records, result.summary, meta, result.iterations)
     return RunOutcome(key, task, result.records, result.summary, False, str(entry.path))
@@ -142,6 +151,9 @@ class Runner:
             return future
 
     def _store(self, task: RunTask, key: str, future: Future, remote: Future) -> None:
+        if remote.cancelled():  # shut down before it ran (Ctrl-C): not a finished run
+            future.cancel()
+            return
         try:
             outcome = store(self.cache.root, key, task, remote.result())
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter
