@@ -45,20 +45,21 @@ class _Call:
 
 class RayExecutor(Executor):
     """``address`` None starts a Ray instance here with ``num_cpus``; "auto" or "HOST:PORT" joins a
-    running cluster. If Ray is already initialised in this process (a test, a notebook), it is
-    used as it is and left running on shutdown."""
+    running cluster. Ray is started (or joined) at the first submit, so a sweep served wholly
+    from the cache never waits for it. If Ray is already initialised in this process (a test, a
+    notebook), it is used as it is and left running on shutdown."""
 
     def __init__(self, address: str | None = None, *, num_cpus: int | None = None,
                  max_retries: int = 3, resubmits: int = 2, poll_s: float = 0.1) -> None:
-        ray = import_ray()
+        ray = import_ray()  # a missing Ray is reported at once, not at the first run
         self._ray = ray
-        self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            _init(ray, address, num_cpus)
+        self._address = address
+        self._num_cpus = num_cpus
+        self._owns_ray = False
+        self._remote: Any = None
         self._retryable = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                            ray.exceptions.ObjectLostError, ray.exceptions.OutOfMemoryError)
-        self._remote = ray.remote(_call).options(max_retries=max_retries,
-                                                 retry_exceptions=False)
+        self.max_retries = max_retries
         self.resubmits = resubmits
         self.resubmitted = 0  # driver-side resubmissions (Ray's own retries are not counted)
         self._poll_s = poll_s
@@ -72,6 +73,7 @@ class RayExecutor(Executor):
         with self._cond:
             if self._closing:
                 raise RuntimeError("cannot submit to a RayExecutor after shutdown")
+            self._start()
             self._launch(future, _Call(fn, args, kwargs), self.resubmits)
             if self._collector is None:
                 self._collector = threading.Thread(target=self._collect, name="ray-collector",
@@ -93,6 +95,15 @@ class RayExecutor(Executor):
             self._collector.join()
         if self._owns_ray:
             self._ray.shutdown()
+
+    def _start(self) -> None:
+        if self._remote is not None:
+            return
+        if not self._ray.is_initialized():
+            _init(self._ray, self._address, self._num_cpus)
+            self._owns_ray = True
+        self._remote = self._ray.remote(_call).options(max_retries=self.max_retries,
+                                                       retry_exceptions=False)
 
     def _launch(self, future: Future, call: _Call, resubmits_left: int) -> None:
         ref = self._remote.remote(call.fn, call.args, call.kwargs)

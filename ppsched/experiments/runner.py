@@ -134,18 +134,20 @@ class Runner:
             known = self._futures.get(key)
             if known is not None and (known[1] or not task.keep_iterations):
                 return known[0]
-            self.progress.add()
             cached = self.cache.get(key, need_iterations=task.keep_iterations)
+            future: Future = Future()
             if cached is not None:
-                future: Future = Future()
                 future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
                                              str(cached.path)))
                 self.reused += 1
+                self.progress.add()
                 self.progress.finish_one(cached=True)
             else:
-                future = Future()
+                # Submitted before it is counted: an executor that cannot start (no Ray cluster
+                # at --ray-address) leaves no half-drawn progress line above its error.
                 remote = self._executor.submit(compute, task, self.simulate_ref)
                 self.computed += 1
+                self.progress.add()
                 remote.add_done_callback(partial(self._store, task, key, future))
             self._futures[key] = (future, task.keep_iterations)
             return future
