@@ -60,7 +60,7 @@ def ray_session(local_csvs):
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(TESTS), str(TESTS.parent)] + ([old] if old else []))
     ray.init(address="local", num_cpus=2, include_dashboard=False,
-             logging_level=logging.WARNING)
+             object_store_memory=100 * 2**20, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
     if old is None:
@@ -102,7 +102,7 @@ def test_goodput_csv_equals_local_pool_byte_for_byte(ray_session, local_csvs, tm
 
 
 def test_goodput_searches_run_in_parallel_on_ray(ray_session, tmp_path):
-    simulate = partial(xfakes.logged_simulate, tmp_path, 0.05)
+    simulate = partial(xfakes.logged_simulate, tmp_path, 0.2)
     settings = SearchSettings(lo=0.25, hi=2.0, rel_tol=0.2, max_steps=4)
     with _ray_runner(tmp_path / "cache", simulate) as runner:
         goodput_table(runner, Setup(), FAKE_SPEC, ("static-2048", "predictive"), (1.0, 0.4),
@@ -152,3 +152,28 @@ def test_interrupted_sweep_resumes_from_the_cache(ray_session, tmp_path):
     assert (runner.computed, runner.reused) == (1, len(table) - 1)
     assert [(c, r) for c, r, *_ in xfakes.calls(tmp_path)] == [last]
     assert all(RunCache(cache).has(key) for key in table["run_key"])
+
+
+class _WaitFails:
+    """Ray as seen by the executor, except that waiting on tasks fails (Ray itself broke)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def wait(self, *args, **kwargs):
+        raise RuntimeError("raylet gone")
+
+
+def test_a_failure_of_ray_itself_fails_the_waiters_instead_of_hanging(ray_session):
+    from ppsched.experiments.ray_executor import RayExecutor
+
+    executor = RayExecutor()
+    executor._ray = _WaitFails(ray_session)
+    with pytest.raises(RuntimeError, match="raylet gone"):
+        executor.submit(pow, 2, 3).result(timeout=60)
+    executor._ray = ray_session  # Ray is back: the next submit gets a new collector
+    assert executor.submit(pow, 2, 4).result(timeout=60) == 16
+    executor.shutdown()

@@ -112,6 +112,17 @@ class RayExecutor(Executor):
             self._cond.notify_all()
 
     def _collect(self) -> None:
+        try:
+            self._collect_until_closed()
+        except BaseException as exc:  # noqa: BLE001 - Ray itself failed: fail every waiter
+            with self._cond:
+                lost = list(self._pending.values())
+                self._pending.clear()
+                self._collector = None  # the next submit starts a new one (or fails itself)
+            for future, _, _ in lost:
+                _resolve(future, exception=exc)
+
+    def _collect_until_closed(self) -> None:
         while True:
             with self._cond:
                 while not self._pending and not self._closing:
