@@ -20,6 +20,7 @@ from ppsched.core.errors import UserError
 from ppsched.experiments.cache import RunCache
 from ppsched.experiments.goodput import SearchSettings, goodput_table
 from ppsched.experiments.plan import Setup
+from ppsched.experiments.ray_executor import RayExecutor
 from ppsched.experiments.runner import Runner
 from ppsched.experiments.sweep import sweep
 from ppsched.experiments.workload_spec import WorkloadSpec
@@ -78,8 +79,6 @@ def _without_host_timing(path: Path) -> str:
 
 
 def _ray_runner(cache: Path, simulate, **executor_options) -> Runner:
-    from ppsched.experiments.ray_executor import RayExecutor
-
     return Runner(cache, simulate_ref=simulate, executor=RayExecutor(**executor_options))
 
 
@@ -119,14 +118,14 @@ def test_killed_worker_loses_and_duplicates_no_run(ray_session, tmp_path, retry_
     victim = ("greedy", 1.0)
     options = {} if retry_by == "ray" else {"max_retries": 0, "resubmits": 1}
     simulate = partial(xfakes.dying_simulate, tmp_path, victim)
-    with _ray_runner(tmp_path / "ray", simulate, **options) as runner:
+    executor = RayExecutor(**options)
+    with Runner(tmp_path / "ray", simulate_ref=simulate, executor=executor) as runner:
         table = _fake_sweep(runner)
-        resubmitted = runner._executor.resubmitted
     with Runner(tmp_path / "local", jobs=1, simulate_ref=simulate) as local:
         expected = _fake_sweep(local)
 
     assert (tmp_path / "killed").exists()  # the victim's worker really died
-    assert resubmitted == (0 if retry_by == "ray" else 1)
+    assert executor.resubmitted == (0 if retry_by == "ray" else 1)
     runs = [(chunk, rate) for chunk, rate, *_ in xfakes.calls(tmp_path)]
     tasks = [(p.removeprefix("static-") if p.startswith("static") else p, r)
              for p in POLICIES for r in RATES]
@@ -168,8 +167,6 @@ class _WaitFails:
 
 
 def test_a_failure_of_ray_itself_fails_the_waiters_instead_of_hanging(ray_session):
-    from ppsched.experiments.ray_executor import RayExecutor
-
     executor = RayExecutor()
     executor._ray = _WaitFails(ray_session)
     with pytest.raises(RuntimeError, match="raylet gone"):
