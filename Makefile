@@ -10,7 +10,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch only for `profile collect` tests; 2.13.0 is the CPU wheel on these machines.
-	$(BIN)/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
+	# ray for the --executor ray tests (tests/test_executor_ray.py).
+	$(BIN)/python -m pip install -q -e '.[dev,ray]' 'torch==2.13.0'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from ppsched.cli.executor_args import add_executor_args, executor_choice
 from ppsched.core.errors import UserError
 
 DEFAULT_SCALES = "1.0,0.8,0.6,0.4,0.2"
@@ -23,6 +24,7 @@ def _common(p: argparse.ArgumentParser, *, model: bool = True) -> None:
                    help="worker processes (default: os.cpu_count())")
     p.add_argument("--cache", default="results/cache", help="run cache folder")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_executor_args(p)
 
 
 def _search_args(p: argparse.ArgumentParser, num_requests: int) -> None:
@@ -71,7 +73,7 @@ def make_runner(args: argparse.Namespace, label: str):
 
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs {args.jobs}: expected an integer >= 1")
-    return Runner(args.cache, jobs=args.jobs,
+    return Runner(args.cache, jobs=args.jobs, executor=executor_choice(args),
                   progress=Progress(label, enabled=not args.no_progress))
 
 

@@ -1,24 +1,32 @@
 """Run simulator jobs in parallel with a cache; identical jobs in flight are computed once.
 
 ``Runner.submit`` returns a Future of ``RunOutcome``. Callers may block on futures from many
-threads (the goodput searches do), while the simulations themselves run in worker processes.
+threads (the goodput searches do), while the simulations themselves run on an executor's workers
+(local processes or Ray tasks, ``executors.py``). Workers only simulate (``compute``); this
+process writes each result to the cache (``store``) as it arrives, so the cache folder need only
+be visible here, every executor fills it the same way, and a run retried after its worker died
+is still stored once.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
-from ppsched.experiments.cache import RunCache, run_key
+from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
+from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 
@@ -57,43 +65,54 @@ def resolve(ref: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
-def execute(task: RunTask, cache_root: str,
-            simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE,
-            key: str | None = None) -> RunOutcome:
-    """Worker body: simulate, store in the cache, return the outcome (top-level: picklable).
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a worker sends back: the simulation's output, before it is cached."""
+
+    records: tuple[RequestRecord, ...]
+    summary: dict[str, Any]
+    iterations: pd.DataFrame | None
+    code: str  # the worker's code fingerprint: a cluster node on other code must not fill keys
+    host: str
+
+
+def compute(task: RunTask, simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE
+            ) -> RunResult:
+    """Worker body: simulate one task (top-level: picklable).
 
     ``simulate_ref`` is "module:function" or a top-level function (tests pass a fake engine)."""
     simulate = resolve(simulate_ref) if isinstance(simulate_ref, str) else simulate_ref
-    key = key or task.key  # the submitter's key: source edits mid-sweep must not re-key runs
     result = simulate(task.config, load(task.workload))
-    meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
     iterations = result.iterations if task.keep_iterations else None
-    entry = RunCache(cache_root).put(key, result.records, result.summary, meta, iterations)
-    return RunOutcome(key, task, tuple(result.records), result.summary, False, str(entry.path))
+    return RunResult(tuple(result.records), result.summary, iterations, code_fingerprint(),
+                     socket.gethostname())
 
 
-class _InlineExecutor(Executor):
-    """jobs=1: run in the calling thread (no pickling, easy to debug)."""
-
-    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
-            future.set_exception(exc)
-        return future
+def store(cache_root: str | os.PathLike[str], key: str, task: RunTask, result: RunResult
+          ) -> RunOutcome:
+    """Driver side: write a computed run to the cache under the submitter's key (source edits
+    mid-sweep must not re-key runs)."""
+    if result.code != code_fingerprint():
+        raise UserError(f"a run was simulated on {result.host} by ppsched code {result.code}, "
+                        f"but this driver's code is {code_fingerprint()}: install the same "
+                        "ppsched commit on every Ray node")
+    meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
+    entry = RunCache(cache_root).put(key, result.records, result.summary, meta, result.iterations)
+    return RunOutcome(key, task, result.records, result.summary, False, str(entry.path))
 
 
 class Runner:
     def __init__(self, cache_root: str | os.PathLike[str], *, jobs: int | None = None,
                  simulate_ref: str | Callable[..., Any] = DEFAULT_SIMULATE,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None,
+                 executor: ExecutorChoice | Executor = LOCAL) -> None:
+        """``executor``: a choice (local pool of ``jobs`` or Ray) or a ready Executor (tests)."""
         self.cache = RunCache(cache_root)
-        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.jobs = default_jobs(jobs)
         self.simulate_ref = simulate_ref
         self.progress = progress or Progress("runs", enabled=False)
-        self._executor: Executor = (_InlineExecutor() if self.jobs == 1
-                                    else ProcessPoolExecutor(max_workers=self.jobs))
+        self._executor = (executor if isinstance(executor, Executor)
+                          else open_executor(executor, self.jobs))
         self._futures: dict[str, tuple[Future, bool]] = {}  # key -> (future, has iterations)
         self._lock = threading.Lock()
         self.computed = 0
@@ -115,21 +134,36 @@ class Runner:
             known = self._futures.get(key)
             if known is not None and (known[1] or not task.keep_iterations):
                 return known[0]
-            self.progress.add()
             cached = self.cache.get(key, need_iterations=task.keep_iterations)
+            future: Future = Future()
             if cached is not None:
-                future: Future = Future()
                 future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
                                              str(cached.path)))
                 self.reused += 1
+                self.progress.add()
                 self.progress.finish_one(cached=True)
             else:
-                future = self._executor.submit(execute, task, str(self.cache.root),
-                                               self.simulate_ref, key)
+                # Submitted before it is counted: an executor that cannot start (no Ray cluster
+                # at --ray-address) leaves no half-drawn progress line above its error.
+                remote = self._executor.submit(compute, task, self.simulate_ref)
                 self.computed += 1
-                future.add_done_callback(lambda _f: self.progress.finish_one(cached=False))
+                self.progress.add()
+                remote.add_done_callback(partial(self._store, task, key, future))
             self._futures[key] = (future, task.keep_iterations)
             return future
+
+    def _store(self, task: RunTask, key: str, future: Future, remote: Future) -> None:
+        if remote.cancelled():  # shut down before it ran (Ctrl-C): not a finished run
+            future.cancel()
+            return
+        try:
+            outcome = store(self.cache.root, key, task, remote.result())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            future.set_exception(exc)
+        else:
+            future.set_result(outcome)
+        finally:
+            self.progress.finish_one(cached=False)
 
     def run_all(self, tasks: Iterable[RunTask]) -> list[RunOutcome]:
         futures = [self.submit(t) for t in tasks]
