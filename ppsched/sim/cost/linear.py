@@ -1,16 +1,20 @@
-"""Linear and elementwise ops: nearest profiled shape, FLOP-ratio scaling, 80 GB -> target GPU.
+"""Linear and elementwise ops: nearest profiled shape, work scaling, 80 GB -> target GPU.
 
 A target op is predicted from the profiled op whose per-GPU shape is nearest in log space
 (GEMMs: (K, N); elementwise ops: the width per token), multiplied by the ratio of work per token
-(K*N, or width). The measured token dependence (the staircase) is kept as is: only a constant
-factor per op is applied, then the roofline correction between the profile's GPU and the target.
+(K*N, or width) raised to the op's measured elasticity at that token count: how much the
+profiled times of that op grow with work across all profiled shapes (log-log slope, clipped to
+[0, 1]). Launch-bound sizes (small token counts, small kernels) measure ~0-0.5, so their floor
+is kept; compute/bandwidth-bound sizes measure ~1, i.e. the FLOP ratio. The measured token
+staircase of the source is kept; then the roofline correction between the profile's GPU and
+the target.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,12 +34,17 @@ class ScaledOp:
     source: OpProfile
     work_ratio: float
     distance: float
+    # per token count 0..MAX_PROFILED_TOKENS: exponent applied to work_ratio (see module doc)
+    elasticity: np.ndarray = field(compare=False, repr=False,
+                                   default_factory=lambda: np.ones(MAX_PROFILED_TOKENS + 1))
 
     def describe(self) -> dict[str, object]:
         return {"op": self.op, "dims": list(self.dims), "source_model": self.source.model,
                 "source_tp": self.source.tp, "source_op": self.source.op,
                 "source_dims": list(self.source.dims), "work_ratio": round(self.work_ratio, 6),
-                "log_distance": round(self.distance, 6)}
+                "log_distance": round(self.distance, 6),
+                "elasticity_at_tokens": {n: round(float(self.elasticity[n]), 3)
+                                         for n in (1, 64, 512, 4096)}}
 
 
 def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
@@ -65,11 +74,32 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     return best[2], best[1]
 
 
+def work_elasticity(op: str, pool: Iterable[OpProfile],
+                    exclude_model: str | None = None) -> np.ndarray:
+    """d log(time) / d log(work per token) of ``op`` at each token count 0..4096: the least-
+    squares slope over every profile of that op (all models but ``exclude_model``, all TP
+    degrees), clipped to [0, 1] (time never shrinks with more work nor grows faster than it)."""
+    grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
+    grid[0] = 1.0
+    same = [p for p in pool if p.op == op and p.model != exclude_model]
+    log_work = np.array([math.log(math.prod(p.dims)) for p in same])
+    if len(same) < 2 or np.ptp(log_work) == 0.0:
+        return np.ones(grid.shape)  # nothing measured to say otherwise: the FLOP ratio
+    log_ms = np.log(np.array([np.interp(grid, p.tokens, p.median_ms) for p in same]))
+    dx = log_work - log_work.mean()
+    slope = (dx[:, None] * (log_ms - log_ms.mean(axis=0))).sum(axis=0) / (dx * dx).sum()
+    return np.clip(slope, 0.0, 1.0)
+
+
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1) -> ScaledOp:
+    pool = tuple(pool)
     source, distance = nearest_profile(op, dims, pool, exclude_model, tp)
     ratio = math.prod(dims) / math.prod(source.dims)
-    return ScaledOp(op=op, dims=dims, source=source, work_ratio=ratio, distance=distance)
+    alpha = (work_elasticity(source.op, pool, exclude_model) if ratio != 1.0
+             else np.ones(MAX_PROFILED_TOKENS + 1))
+    return ScaledOp(op=op, dims=dims, source=source, work_ratio=ratio, distance=distance,
+                    elasticity=alpha)
 
 
 def roofline_factor(dims: tuple[int, ...], tokens: np.ndarray, profile_hw: HardwareSpec,
@@ -104,7 +134,8 @@ def token_curve(scaled: ScaledOp, profile_hw: HardwareSpec, target_hw: HardwareS
     """
     grid = np.arange(max_tokens + 1, dtype=np.float64)
     src = scaled.source
-    ms = np.interp(grid, src.tokens, src.median_ms) * scaled.work_ratio
+    alpha = scaled.elasticity[:max_tokens + 1]
+    ms = np.interp(grid, src.tokens, src.median_ms) * scaled.work_ratio ** alpha
     factor = roofline_factor(scaled.dims, np.maximum(grid, 1.0), profile_hw, target_hw)
     if len(scaled.dims) == 1:
         # Elementwise kernels at small token counts are launch/latency-bound: their measured
