@@ -76,10 +76,15 @@ def build_prefill(eng: Engine, slot: int, now: float) -> Launched | None:
         req = eng.queue[0]
         if eng.active >= eng.max_running or len(members) + admitted >= eng.per_slot_cap:
             break
+        lost = 0
+        if eng.cache is not None and req.spec.prefix_block_ids:
+            lost = eng.match_and_lock(req, now)  # remaining drops to the uncached part
         need = req.remaining + req.output - req.generated
-        if need >= room:
+        if need + lost >= room:
+            if eng.cache is not None and req.spec.prefix_block_ids:
+                eng.unlock_unadmitted(req, now)
             break  # FCFS: the head waits for KV, nobody overtakes it
-        room -= need
+        room -= need + lost
         eng.queue.popleft()
         eng.queue_version += 1
         eng.active += 1
@@ -160,7 +165,7 @@ def build_decode(eng: Engine, slot: int, now: float) -> Launched | None:
         while run and eng.kv_free() < len(run):
             victim = run.pop()
             members.remove(victim)
-            eng.retract(victim)
+            eng.retract(victim, now)
         eng.retracted_ratio(run)
         if not run:
             return None

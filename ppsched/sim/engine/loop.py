@@ -20,6 +20,7 @@ from ppsched.core.requests import RequestSpec
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.sim.engine.batches import Launched, build_decode, build_prefill
 from ppsched.sim.engine.log import RunLog
+from ppsched.sim.engine.prefix_cache import PrefixCache
 from ppsched.sim.engine.state import Req
 from ppsched.sim.engine.timing import CostModel, Pipeline
 from ppsched.sim.engine.views import QUEUE_VIEW, QueueView
@@ -40,7 +41,7 @@ class Engine:
                  trimmer: DecodeTrimmer | None, *, pp_size: int, tp: bool, max_running: int,
                  per_slot_cap: int, mixed_chunk: bool, max_chunk_tokens: int,
                  max_context: int, ds_max_consecutive: int,
-                 admission: AdmissionGate | None = None) -> None:
+                 admission: AdmissionGate | None = None, prefix_cache: bool = False) -> None:
         self.cost = cost
         self.controller = controller
         self.trimmer = trimmer
@@ -58,8 +59,11 @@ class Engine:
         self.ds_max_consecutive = ds_max_consecutive
         # KV: ``kv_used`` is allocated; ``kv_reserved`` is the rest of the chunked request's prompt,
         # set aside at admission so its later chunks never wait or fail.
-        self.kv_used = 0
+        self.kv_used = 0  # incl. the prefix cache's tokens (shared KV)
         self.kv_reserved = 0
+        # SGLang's radix cache; None for traces without prefix identity (or when switched off)
+        self.cache: PrefixCache | None = PrefixCache() if prefix_cache else None
+        self.context_rejected = 0
         self.kv_peak = 0
         self.queue: deque[Req] = deque()
         self.queued_tokens = 0  # remaining prefill tokens of the queue and the chunked request
@@ -91,11 +95,17 @@ class Engine:
 
     # --- KV -----------------------------------------------------------------------------------
     def kv_free(self) -> int:
-        return self.capacity - self.kv_used - self.kv_reserved
+        """Free KV for admission and growth: unallocated plus the cache's evictable tokens."""
+        free = self.capacity - self.kv_used - self.kv_reserved
+        return free + self.cache.evictable if self.cache is not None else free
 
     def allocate(self, tokens: int, *, reserved: bool = False) -> None:
         if reserved:
             self.kv_reserved -= tokens
+        if self.cache is not None:
+            short = self.kv_used + tokens + self.kv_reserved - self.capacity
+            if short > 0:  # evict unreferenced cached prefixes, LRU first
+                self.kv_used -= self.cache.evict(short)
         self.kv_used += tokens
         if self.kv_used + self.kv_reserved > self.capacity or self.kv_reserved < 0:
             raise SimInvariantError(f"KV over capacity: used {self.kv_used} + reserved "
@@ -123,10 +133,11 @@ class Engine:
         self.arrived += 1
         self.arrived_tokens += spec.prompt_tokens
         need = spec.prompt_tokens + spec.output_tokens
-        if need > self.max_context:
+        if need > self.max_context:  # SGLang's tokenizer_manager: input + max_new > context_len
             req.rejected = True
             req.reject_reason = (f"prompt+output {need} tokens > context length "
                                  f"{self.max_context}")
+            self.context_rejected += 1
         elif need >= self.capacity:  # SGLang admits only while input + max_new < free KV
             req.rejected = True
             req.reject_reason = (f"prompt+output {need} tokens >= KV capacity {self.capacity}: "
@@ -146,6 +157,10 @@ class Engine:
         self.in_system += 1
         if len(self.queue) < QUEUE_VIEW:
             self.queue_version += 1
+        if self.cache is not None and spec.prefix_block_ids:
+            # what the cache holds now: the queue's view of the prompt's cost (re-matched at
+            # admission, when the cache may have changed)
+            req.remaining -= self.cache.match(spec.prefix_block_ids, spec.prompt_tokens)[1]
         self.queue.append(req)
         self.queued_tokens += req.remaining
 
@@ -162,8 +177,7 @@ class Engine:
         req.finish_s = now
         if req.output >= 2:
             self.recent_tpot.append(req.tpot_ms())
-        self.kv_used -= req.kv
-        req.kv = 0
+        self.release_kv(req, now)
         self.active -= 1
         self.in_system -= 1
         if self.active == 0:
@@ -185,6 +199,8 @@ class Engine:
             self.members[slot] = members = kept
             self.slot_ctx[slot] = sum(r.kv for r in kept)
         for req, _prefix, _extend, completes in batch.prefill:
+            if completes and self.cache is not None and req.spec.prefix_block_ids:
+                self.cache_prompt(req, now)
             if completes and not self.emit(req, now):
                 req.slot = slot
                 members.append(req)
@@ -193,11 +209,58 @@ class Engine:
             elif completes:
                 req.slot = slot
 
-    def retract(self, req: Req) -> None:
+    # --- prefix cache -------------------------------------------------------------------------
+    def match_and_lock(self, req: Req, now: float) -> int:
+        """At admission: re-match ``req``'s prompt against the cache and lock the matched path;
+        its remaining prefill drops to the uncached part. Returns the tokens the lock took out
+        of the evictable pool (free KV lost)."""
+        assert self.cache is not None
+        spec = req.spec
+        path, cached = self.cache.match(spec.prefix_block_ids, spec.prompt_tokens)
+        remaining = req.prefill_len - cached
+        if remaining != req.remaining:
+            self.queued_tokens += remaining - req.remaining
+            req.remaining = remaining
+            self.queue_version += 1  # the head's view changed
+        self.cache.record_lookup(req.prefill_len, cached)
+        req.cache_path = path
+        req.kv = req.cached = sum(n.tokens for n in path)
+        return self.cache.lock(path, now)
+
+    def unlock_unadmitted(self, req: Req, now: float) -> None:
+        """Admission failed after the match: undo the lock (the request stays queued)."""
+        assert self.cache is not None
+        self.cache.unlock(req.cache_path, now)
+        self.cache.lookup_tokens -= req.prefill_len
+        self.cache.hit_tokens -= req.prefill_len - req.remaining
+        req.cache_path = []
+        req.kv = req.cached = 0
+
+    def cache_prompt(self, req: Req, now: float) -> None:
+        """Prompt prefilled: its blocks join the tree (locked by it), shared from now on."""
+        assert self.cache is not None
+        path, duplicate = self.cache.insert(req.spec.prefix_block_ids, req.spec.prompt_tokens,
+                                            req.cache_path, now)
+        # new blocks move from the request's own KV to the tree (used KV unchanged); blocks
+        # someone else cached meanwhile are shared and the request's copy is freed. The
+        # request's context (kv, what attention reads) is the same either way.
+        self.kv_used -= duplicate
+        req.cache_path = path
+        req.cached = sum(n.tokens for n in path)
+
+    def release_kv(self, req: Req, now: float) -> None:
+        """Free the request's own KV; unlock its cached prefix (kept in the tree)."""
+        self.kv_used -= req.kv - req.cached
+        if req.cache_path:
+            assert self.cache is not None
+            self.cache.unlock(req.cache_path, now)
+            req.cache_path = []
+        req.kv = req.cached = 0
+
+    def retract(self, req: Req, now: float) -> None:
         """SGLang's retract_decode: free the KV, requeue for recompute of prompt + generated."""
-        self.kv_used -= req.kv
         self.slot_ctx[req.slot] -= req.kv
-        req.kv = 0
+        self.release_kv(req, now)
         req.remaining = req.prefill_len
         req.retractions += 1
         req.held_streak = 0

@@ -11,7 +11,7 @@ from ppsched.core.snapshots import DecodingRequest, QueuedRequest
 class Req:
     __slots__ = ("spec", "rid", "arrival_s", "prompt", "output", "generated", "kv", "remaining",
                  "first_s", "last_s", "finish_s", "slot", "retractions", "held_streak",
-                 "rejected", "reject_reason", "_qview")
+                 "rejected", "reject_reason", "cache_path", "cached", "_qview")
 
     def __init__(self, spec: RequestSpec) -> None:
         self.spec = spec
@@ -30,6 +30,8 @@ class Req:
         self.held_streak = 0
         self.rejected = False
         self.reject_reason = ""
+        self.cache_path: list = []  # prefix-cache nodes this request locks (engine.prefix_cache)
+        self.cached = 0  # of ``kv``, tokens held by those nodes (shared KV, not the request's)
         self._qview: QueuedRequest | None = None
 
     @property
@@ -43,7 +45,9 @@ class Req:
         if view is None or view.remaining_prompt_tokens != self.remaining \
                 or view.prompt_tokens != self.prefill_len:
             view = self._qview = QueuedRequest(self.rid, self.arrival_s, self.prefill_len,
-                                               self.remaining)
+                                               self.remaining,
+                                               self.cached if self.kv
+                                               else self.prefill_len - self.remaining)
         return view
 
     def decoding_view(self) -> DecodingRequest:

@@ -1,0 +1,91 @@
+"""The simulated radix prefix cache and long-context handling (issue 13)."""
+
+from __future__ import annotations
+
+from test_sim_engine_fakes import FakeCost, FakeWorkload
+
+from ppsched.core.requests import RequestSpec
+from ppsched.experiments.run_config import RunConfig
+from ppsched.sim import simulate
+from ppsched.sim.engine.prefix_cache import PrefixCache
+
+
+def _run(reqs, *, cost=None, **cfg):
+    cfg.setdefault("chunk", "static:2048")
+    return simulate(RunConfig(**cfg), FakeWorkload(reqs), cost_model=cost or FakeCost())
+
+
+def _prefill_tokens_by_request(res, n):
+    """Prefill tokens each request was charged (stage-0 rows; one request per batch here)."""
+    rows = res.iterations[(res.iterations["stage"] == 0) & (res.iterations["prefill_tokens"] > 0)]
+    return rows["prefill_tokens"].tolist(), rows["prefix_tokens"].tolist()
+
+
+def test_repeated_prefix_is_charged_only_for_its_uncached_part():
+    shared = (11, 12, 13)  # 3 blocks = 1536 tokens
+    reqs = [RequestSpec(0, 0.0, 1600, 2, shared + (20,)),
+            RequestSpec(1, 5.0, 1700, 2, shared + (30,))]
+    res = _run(reqs)
+    tokens, prefixes = _prefill_tokens_by_request(res, 2)
+    assert tokens == [1600, 1700 - 1536]  # the second pays only past the shared blocks
+    assert prefixes == [0, 1536]  # ...and its attention reads the cached prefix
+    cache = res.summary["prefix_cache"]
+    assert cache["enabled"] and cache["hit_tokens"] == 1536
+    assert cache["hit_rate"] == 1536 / 3300
+
+
+def test_full_match_still_computes_one_token_and_off_switch_charges_everything():
+    ids = (1, 2)
+    reqs = [RequestSpec(0, 0.0, 1024, 2, ids), RequestSpec(1, 5.0, 1024, 2, ids)]
+    tokens, _ = _prefill_tokens_by_request(_run(reqs), 2)
+    assert tokens == [1024, 1]  # SGLang recomputes the last token for its logits
+    off = _run(reqs, prefix_cache=False)
+    assert _prefill_tokens_by_request(off, 2)[0] == [1024, 1024]
+    assert off.summary["prefix_cache"] == {"enabled": False}
+
+
+def test_no_prefix_ids_means_no_cache():
+    res = _run([RequestSpec(0, 0.0, 600, 2), RequestSpec(1, 1.0, 600, 2)])
+    assert res.summary["prefix_cache"] == {"enabled": False}
+
+
+def test_eviction_keeps_kv_within_capacity_and_frees_lru_first():
+    # 12 distinct 2-block prompts through a 5000-token KV: the tree must evict to admit them
+    reqs = [RequestSpec(i, 2.0 * i, 1024, 4, (100 + 2 * i, 101 + 2 * i)) for i in range(12)]
+    res = _run(reqs, cost=FakeCost(capacity=5000))
+    assert all(not r.rejected and r.finish_s > 0 for r in res.records)
+    assert res.summary["kv_peak_tokens"] <= 5000
+    cache = res.summary["prefix_cache"]
+    assert cache["evicted_tokens"] > 0 and cache["tree_tokens_at_end"] <= 5000
+
+
+def test_lru_eviction_order_and_locked_nodes_stay():
+    cache = PrefixCache()
+    old, _ = cache.match((1,), 512)
+    a, _ = cache.insert((1,), 512, old, now=1.0)
+    b, _ = cache.insert((2,), 512, [], now=2.0)
+    c, _ = cache.insert((3,), 512, [], now=3.0)
+    cache.unlock(a, 1.0)
+    cache.unlock(b, 2.0)  # c stays locked (a running request)
+    assert cache.evictable == 1024
+    assert cache.evict(100) == 512  # the least recently used leaf: block 1
+    assert cache.match((1,), 600)[1] == 0 and cache.match((2,), 600)[1] == 512
+    assert cache.evict(10_000) == 512  # only block 2 is unlocked
+    assert cache.match((3,), 600)[1] == 512 and cache.tokens == 512
+    del c
+
+
+def test_over_context_rejected_and_counted():
+    reqs = [RequestSpec(0, 0.0, 3000, 10), RequestSpec(1, 0.0, 1000, 10),
+            RequestSpec(2, 0.0, 2000, 49)]
+    res = _run(reqs, context_length=2048)
+    rejected = [r.req_id for r in res.records if r.rejected]
+    assert rejected == [0, 2]
+    assert res.summary["context_rejected"] == 2 and res.summary["context_length"] == 2048
+
+
+def test_long_prompt_is_chunked_with_a_growing_prefix():
+    res = _run([RequestSpec(0, 0.0, 10_000, 2)], chunk="static:2048")
+    tokens, prefixes = _prefill_tokens_by_request(res, 1)
+    assert tokens == [2048, 2048, 2048, 2048, 1808]
+    assert prefixes == [0, 2048, 4096, 6144, 8192]
