@@ -15,8 +15,10 @@ from ppsched.core.requests import RequestSpec
 from ppsched.core.slo import Slo
 from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
+from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.loop import Engine
 from ppsched.sim.engine.result import SimResult, engine_summary
+from ppsched.sim.engine.sched_state import EngineLimits
 from ppsched.sim.engine.timing import CostModel
 from ppsched.sim.invariants import RunStats, check_all
 
@@ -106,36 +108,38 @@ def simulate(config: SimConfig, workload: HasRequests, *,
     max_running = config.max_running_requests or default_max_running(capacity, max_context)
     slots = 1 if tp else config.pp_size
     per_slot = config.pp_max_micro_batch_size or max(1, max_running // slots)
-    engine = Engine(cost, controller, trimmer, pp_size=config.pp_size, tp=tp,
-                    max_running=max_running, per_slot_cap=per_slot,
-                    mixed_chunk=config.mixed_chunk, max_chunk_tokens=config.max_chunk_tokens,
-                    max_context=max_context, ds_max_consecutive=config.ds_max_consecutive,
-                    admission=gate, prefix_cache=config.prefix_cache and any(
-                        spec.prefix_block_ids for spec in workload.requests))
+    limits = EngineLimits(slots=slots, tp=tp, max_running=max_running, per_slot_cap=per_slot,
+                          mixed_chunk=config.mixed_chunk,
+                          max_chunk_tokens=config.max_chunk_tokens, max_context=max_context,
+                          ds_max_consecutive=config.ds_max_consecutive,
+                          prefix_cache=config.prefix_cache and any(
+                              spec.prefix_block_ids for spec in workload.requests))
+    engine = Engine(cost, PolicyFeed(controller, trimmer, gate), limits)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     engine.run(tuple(workload.requests))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     reqs = sorted(engine.reqs, key=lambda r: r.rid)
     records = [r.record() for r in reqs]
     iterations = engine.log.frame()
-    stats = RunStats(kv_capacity=capacity, kv_peak=engine.kv_peak,
+    st = engine.st
+    stats = RunStats(kv_capacity=capacity, kv_peak=st.kv.peak,
                      generated=_generated_by_id(reqs),
-                     held_left=sum(1 for m in engine.members for r in m if r.held_streak),
-                     max_held_streak=engine.max_held_streak,
+                     held_left=sum(1 for m in st.members for r in m if r.held_streak),
+                     max_held_streak=st.max_held_streak,
                      ds_max_consecutive=config.ds_max_consecutive if trimmer else None)
     check_all(workload.requests, records, iterations, engine.log.decisions, stats)
-    summary = engine_summary(records, iterations, config.slo, stages=engine.slots,
+    summary = engine_summary(records, iterations, config.slo, stages=slots,
                              work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
-                             end_s=engine.end_s, wall_s=wall, retractions=engine.retractions,
-                             ds_holds=engine.ds_holds, max_held_streak=engine.max_held_streak,
-                             kv_capacity=capacity, kv_peak=engine.kv_peak)
+                             end_s=engine.end_s, wall_s=wall, retractions=st.retractions,
+                             ds_holds=st.ds_holds, max_held_streak=st.max_held_streak,
+                             kv_capacity=capacity, kv_peak=st.kv.peak)
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
     summary["sim_cpu_s"] = cpu
     summary["sim_speed_cpu"] = engine.end_s / cpu if cpu > 0 else float("inf")
     summary["admission_rejected"] = engine.admission_rejected
     summary["context_length"] = max_context
     summary["context_rejected"] = engine.context_rejected
-    summary["prefix_cache"] = (engine.cache.summary() if engine.cache is not None
+    summary["prefix_cache"] = (st.kv.cache.summary() if st.kv.cache is not None
                                else {"enabled": False})
     summary["config"] = config.to_dict()
     summary["engine"] = {"max_running_requests": max_running, "pp_max_micro_batch_size": per_slot,

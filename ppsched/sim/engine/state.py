@@ -1,9 +1,12 @@
-"""Mutable per-request engine state (private to the simulator; policies see snapshots only)."""
+"""Per-request engine state and the microbatches that carry it (private to the simulator;
+policies see snapshots only)."""
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+from ppsched.core.batch import BatchShape
 from ppsched.core.requests import RequestRecord, RequestSpec
 from ppsched.core.snapshots import DecodingRequest, QueuedRequest
 
@@ -64,3 +67,32 @@ class Req:
                              first_token_s=self.first_s, finish_s=self.finish_s,
                              rejected=self.rejected, reject_reason=self.reject_reason,
                              slot=self.slot, retractions=self.retractions)
+
+
+class PrefillPiece(NamedTuple):
+    """One request's share of a prefill batch."""
+
+    req: Req
+    prefix: int  # tokens before this piece (cached prefix + earlier chunks): attention reads them
+    extend: int  # tokens this piece computes
+    completes: bool  # the last piece of the request's (re)prefill
+
+
+class Launched:
+    """A microbatch in flight: what it carries and when its result is back on rank 0."""
+
+    __slots__ = ("slot", "prefill", "decodes", "shape", "chunk", "predicted_ms", "decision",
+                 "trim", "return_s")
+
+    def __init__(self, slot: int, prefill: list[PrefillPiece], decodes: list[Req],
+                 shape: BatchShape, chunk: int, predicted_ms: float,
+                 decision: dict | None, trim: dict | None) -> None:
+        self.slot = slot
+        self.prefill = prefill
+        self.decodes = decodes
+        self.shape = shape
+        self.chunk = chunk  # the chunk budget this prefill batch was built under; 0 for decode
+        self.predicted_ms = predicted_ms
+        self.decision = decision
+        self.trim = trim
+        self.return_s = math.nan
