@@ -116,3 +116,16 @@ def test_with_ample_kv_the_hit_rate_is_the_traces_prefix_reuse():
     res = _run(reqs, cost=FakeCost(capacity=10**9, per_token_ms=0.0005), context_length=10**6)
     cache = res.summary["prefix_cache"]
     assert ideal > 0 and cache["hit_tokens"] == ideal and cache["evicted_tokens"] == 0
+
+
+def test_bad_context_length_is_a_user_error(capsys, tmp_path):
+    import pytest
+
+    from ppsched.cli.main import main
+    from ppsched.core.errors import UserError
+
+    with pytest.raises(UserError, match="context-length"):
+        RunConfig(context_length=1)
+    code = main(["run", "--engine", "sim", "--workload", "synthetic-decode", "--num-requests",
+                 "2", "--context-length", "0", "--out", str(tmp_path / "out")])
+    assert code == 2 and "--context-length 0" in capsys.readouterr().err
