@@ -90,3 +90,14 @@ def test_eager_stage_is_never_faster_than_its_kernel_launches():
     assert eager.stage_ms_median(0, shape) == pytest.approx(launches)
     assert graphed.graphs.cap == 512
     assert graphed.stage_ms_median(0, shape) < launches
+
+
+def test_a_chunks_attention_grows_with_its_prefix_up_to_32k():
+    cm = build_cost_model(Q32, "a100-40g-pcie", pp_size=4, tp_size=1, noise=False)
+    attn = [cm.breakdown(1, BatchShape(prefill=((prefix, 2048),)))["attention_ms"]
+            for prefix in (0, 4096, 8192, 16384, 30720)]
+    assert attn == sorted(attn) and attn[-1] > 3 * attn[0]
+    # past the profiled prefixes the growth is linear in the prefix (each cached token is read
+    # by every query of the chunk): equal prefix steps, equal increments
+    assert attn[4] - attn[3] == pytest.approx((attn[3] - attn[2]) * (30720 - 16384) / 8192,
+                                              rel=1e-6)

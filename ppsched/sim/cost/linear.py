@@ -52,12 +52,15 @@ def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
 
 
 def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
-                    exclude_model: str | None = None, tp: int = 1) -> tuple[OpProfile, float]:
+                    exclude_model: str | None = None, tp: int = 1,
+                    gated: bool = True) -> tuple[OpProfile, float]:
     """The profile nearest to (op, dims) among the same op (same kernel family and weight
     layout in the profiler). The LM head has no profiled op of its own and borrows the nearest
     GEMM of any role. Ties (norms, adds, embeddings share one width at every TP degree) go to
     the target's own TP degree ``tp``: vidur measured those ops 5-16% slower at TP >= 2 than at
-    TP 1 (same width, other processes' NCCL/stream state), so a TP-1 source under-predicts."""
+    TP 1 (same width, other processes' NCCL/stream state), so a TP-1 source under-predicts.
+    Sources of the target's layer family (``gated``: SwiGLU MLP and full rotary embedding, as
+    every Llama/Qwen; not phi-2's GELU and partial rotary) come first: their kernels differ."""
     any_gemm = op == "lm_head"
     best: tuple[float, int, int, OpProfile] | None = None
     for prof in pool:
@@ -66,7 +69,8 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         if (prof.op not in GEMM_OPS) if any_gemm else (prof.op != op):
             continue
         distance = _log_distance(dims, prof.dims)
-        key = (round(distance, 9), 0 if prof.op == op else 1, prof.tp != tp, prof.tp)
+        key = (prof.gated != gated, round(distance, 9), 0 if prof.op == op else 1,
+               prof.tp != tp, prof.tp)
         if best is None or key < best[0]:
             best = (key, distance, prof)
     if best is None:
@@ -74,14 +78,15 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     return best[2], best[1]
 
 
-def work_elasticity(op: str, pool: Iterable[OpProfile],
-                    exclude_model: str | None = None) -> np.ndarray:
+def work_elasticity(op: str, pool: Iterable[OpProfile], exclude_model: str | None = None,
+                    gated: bool = True) -> np.ndarray:
     """d log(time) / d log(work per token) of ``op`` at each token count 0..4096: the least-
-    squares slope over every profile of that op (all models but ``exclude_model``, all TP
-    degrees), clipped to [0, 1] (time never shrinks with more work nor grows faster than it)."""
+    squares slope over every profile of that op in the ``gated`` layer family (all models but
+    ``exclude_model``, all TP degrees), clipped to [0, 1] (time never shrinks with more work nor
+    grows faster than it)."""
     grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
     grid[0] = 1.0
-    same = [p for p in pool if p.op == op and p.model != exclude_model]
+    same = [p for p in pool if p.op == op and p.model != exclude_model and p.gated == gated]
     log_work = np.array([math.log(math.prod(p.dims)) for p in same])
     if len(same) < 2 or np.ptp(log_work) == 0.0:
         return np.ones(grid.shape)  # nothing measured to say otherwise: the FLOP ratio
@@ -92,11 +97,11 @@ def work_elasticity(op: str, pool: Iterable[OpProfile],
 
 
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
-             exclude_model: str | None = None, tp: int = 1) -> ScaledOp:
+             exclude_model: str | None = None, tp: int = 1, gated: bool = True) -> ScaledOp:
     pool = tuple(pool)
-    source, distance = nearest_profile(op, dims, pool, exclude_model, tp)
+    source, distance = nearest_profile(op, dims, pool, exclude_model, tp, gated)
     ratio = math.prod(dims) / math.prod(source.dims)
-    alpha = (work_elasticity(source.op, pool, exclude_model) if ratio != 1.0
+    alpha = (work_elasticity(source.op, pool, exclude_model, source.gated) if ratio != 1.0
              else np.ones(MAX_PROFILED_TOKENS + 1))
     return ScaledOp(op=op, dims=dims, source=source, work_ratio=ratio, distance=distance,
                     elasticity=alpha)

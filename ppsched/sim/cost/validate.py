@@ -47,7 +47,8 @@ def _mape(pred: np.ndarray, meas: np.ndarray) -> float:
 
 def _predict(target: OpProfile, pool: tuple[OpProfile, ...], exclude: str | None) -> np.ndarray:
     hw = get_hardware(PROFILE_HARDWARE)
-    scaled = scale_op(target.op, target.dims, pool, exclude, tp=target.tp)
+    scaled = scale_op(target.op, target.dims, pool, exclude, tp=target.tp,
+                      gated=target.gated)
     ms, _ = token_curve(scaled, hw, hw)
     return ms[target.tokens]
 
