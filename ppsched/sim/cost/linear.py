@@ -25,26 +25,60 @@ MAX_PROFILED_TOKENS = 4096
 DTYPE_BYTES = 2  # BF16
 
 
-@dataclass(frozen=True, slots=True)
-class ScaledOp:
-    """A target op predicted from a source profile: per-token-count array plus provenance."""
+# GEMMs are predicted from this many nearest profiled shapes of the same role (geometric mean,
+# inverse log-distance weights); one source's cuBLAS kernel choice is noise to the others.
+GEMM_BLEND = 3
 
-    op: str
-    dims: tuple[int, ...]
+
+@dataclass(frozen=True, slots=True)
+class SourcePart:
+    """One profiled source of a prediction and how it is scaled to the target."""
+
     source: OpProfile
     work_ratio: float
     distance: float
+    weight: float
     # per token count 0..MAX_PROFILED_TOKENS: exponent applied to work_ratio (see module doc)
-    elasticity: np.ndarray = field(compare=False, repr=False,
-                                   default_factory=lambda: np.ones(MAX_PROFILED_TOKENS + 1))
+    elasticity: np.ndarray = field(compare=False, repr=False)
+
+    def curve(self, grid: np.ndarray) -> np.ndarray:
+        src = self.source
+        alpha = self.elasticity[:len(grid)]
+        return np.interp(grid, src.tokens, src.median_ms) * self.work_ratio ** alpha
 
     def describe(self) -> dict[str, object]:
-        return {"op": self.op, "dims": list(self.dims), "source_model": self.source.model,
-                "source_tp": self.source.tp, "source_op": self.source.op,
-                "source_dims": list(self.source.dims), "work_ratio": round(self.work_ratio, 6),
-                "log_distance": round(self.distance, 6),
+        return {"source_model": self.source.model, "source_tp": self.source.tp,
+                "source_op": self.source.op, "source_dims": list(self.source.dims),
+                "work_ratio": round(self.work_ratio, 6), "log_distance": round(self.distance, 6),
+                "weight": round(self.weight, 4),
                 "elasticity_at_tokens": {n: round(float(self.elasticity[n]), 3)
                                          for n in (1, 64, 512, 4096)}}
+
+
+@dataclass(frozen=True, slots=True)
+class ScaledOp:
+    """A target op predicted from one or more profiled sources (nearest first)."""
+
+    op: str
+    dims: tuple[int, ...]
+    parts: tuple[SourcePart, ...]
+
+    @property
+    def source(self) -> OpProfile:
+        return self.parts[0].source
+
+    @property
+    def work_ratio(self) -> float:
+        return self.parts[0].work_ratio
+
+    @property
+    def distance(self) -> float:
+        return self.parts[0].distance
+
+    def describe(self) -> dict[str, object]:
+        first = self.parts[0].describe()
+        return {"op": self.op, "dims": list(self.dims), **first,
+                "blend": [p.describe() for p in self.parts[1:]]}
 
 
 def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
@@ -61,8 +95,18 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     TP 1 (same width, other processes' NCCL/stream state), so a TP-1 source under-predicts.
     Sources of the target's layer family (``gated``: SwiGLU MLP and full rotary embedding, as
     every Llama/Qwen; not phi-2's GELU and partial rotary) come first: their kernels differ."""
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated)
+    if not ranked:
+        raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
+    return ranked[0]
+
+
+def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
+                    exclude_model: str | None = None, tp: int = 1,
+                    gated: bool = True) -> list[tuple[OpProfile, float]]:
+    """Every profile that may stand in for (op, dims), best first (see nearest_profile)."""
     any_gemm = op == "lm_head"
-    best: tuple[float, int, int, OpProfile] | None = None
+    keyed = []
     for prof in pool:
         if prof.model == exclude_model:
             continue
@@ -71,11 +115,9 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         distance = _log_distance(dims, prof.dims)
         key = (prof.gated != gated, round(distance, 9), 0 if prof.op == op else 1,
                prof.tp != tp, prof.tp)
-        if best is None or key < best[0]:
-            best = (key, distance, prof)
-    if best is None:
-        raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
-    return best[2], best[1]
+        keyed.append((key, distance, prof))
+    keyed.sort(key=lambda item: item[0])
+    return [(prof, distance) for _, distance, prof in keyed]
 
 
 def work_elasticity(op: str, pool: Iterable[OpProfile], exclude_model: str | None = None,
@@ -98,13 +140,27 @@ def work_elasticity(op: str, pool: Iterable[OpProfile], exclude_model: str | Non
 
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1, gated: bool = True) -> ScaledOp:
+    """The prediction of (op, dims): the nearest profile, scaled by work with the measured
+    elasticity. A GEMM of a profiled role blends its GEMM_BLEND nearest shapes of that role and
+    layer family (geometric mean, weights 1/log-distance: Shepard's inverse-distance rule); an
+    exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest."""
     pool = tuple(pool)
-    source, distance = nearest_profile(op, dims, pool, exclude_model, tp, gated)
-    ratio = math.prod(dims) / math.prod(source.dims)
-    alpha = (work_elasticity(source.op, pool, exclude_model, source.gated) if ratio != 1.0
-             else np.ones(MAX_PROFILED_TOKENS + 1))
-    return ScaledOp(op=op, dims=dims, source=source, work_ratio=ratio, distance=distance,
-                    elasticity=alpha)
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated)
+    if not ranked:
+        raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
+    first = ranked[0][0]
+    blend = op in GEMM_OPS and ranked[0][1] > 0.0
+    chosen = [(p, d) for p, d in ranked[:GEMM_BLEND if blend else 1] if p.gated == first.gated]
+    raw = []
+    for prof, distance in chosen:
+        ratio = math.prod(dims) / math.prod(prof.dims)
+        alpha = (work_elasticity(prof.op, pool, exclude_model, prof.gated) if ratio != 1.0
+                 else np.ones(MAX_PROFILED_TOKENS + 1))
+        raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
+    total = sum(item[3] for item in raw)
+    parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha)
+                  for prof, ratio, distance, weight, alpha in raw)
+    return ScaledOp(op=op, dims=dims, parts=parts)
 
 
 def roofline_factor(dims: tuple[int, ...], tokens: np.ndarray, profile_hw: HardwareSpec,
@@ -139,8 +195,11 @@ def token_curve(scaled: ScaledOp, profile_hw: HardwareSpec, target_hw: HardwareS
     """
     grid = np.arange(max_tokens + 1, dtype=np.float64)
     src = scaled.source
-    alpha = scaled.elasticity[:max_tokens + 1]
-    ms = np.interp(grid, src.tokens, src.median_ms) * scaled.work_ratio ** alpha
+    if len(scaled.parts) == 1:
+        ms = scaled.parts[0].curve(grid)
+    else:  # weighted geometric mean of the sources' scaled curves
+        ms = np.exp(sum(p.weight * np.log(np.maximum(p.curve(grid), 1e-12))
+                        for p in scaled.parts))
     factor = roofline_factor(scaled.dims, np.maximum(grid, 1.0), profile_hw, target_hw)
     if len(scaled.dims) == 1:
         # Elementwise kernels at small token counts are launch/latency-bound: their measured
@@ -161,7 +220,7 @@ def extrapolate(curve: Sequence[float], tokens: int) -> float:
     the last profiled count held: at 4096 tokens every GEMM and elementwise op is throughput-
     bound, so time grows with FLOPs/bytes, i.e. with tokens). Tested by truncating the profiles
     at 2048 tokens and predicting their 2064..4096 rows: 4.0% MAPE against 6.5% for the secant
-    over the last quarter (tests/test_sim_cost_extrapolation.py; docs/COST_MODEL.md)."""
+    over the last quarter (tests/test_sim_cost_fidelity.py; docs/COST_MODEL.md)."""
     last = len(curve) - 1
     if tokens <= last:
         return curve[tokens]
