@@ -129,3 +129,39 @@ def test_bad_context_length_is_a_user_error(capsys, tmp_path):
     code = main(["run", "--engine", "sim", "--workload", "synthetic-decode", "--num-requests",
                  "2", "--context-length", "0", "--out", str(tmp_path / "out")])
     assert code == 2 and "--context-length 0" in capsys.readouterr().err
+
+
+class _Recorder:
+    """A static-2048 chunk controller that keeps every snapshot's queue."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.queues: list = []
+
+    def decide(self, snap):
+        from ppsched.core.policy import ChunkDecision
+
+        self.queues.append(snap.queue)
+        return ChunkDecision(2048, "static")
+
+    def observe(self, measurement) -> None:
+        pass
+
+
+def test_policies_see_the_uncached_remainder_in_snapshots():
+    from ppsched.sim.engine.feed import PolicyFeed
+    from ppsched.sim.engine.loop import Engine
+    from ppsched.sim.engine.sched_state import EngineLimits
+
+    limits = EngineLimits(slots=1, tp=True, max_running=8, per_slot_cap=8, mixed_chunk=False,
+                          max_chunk_tokens=2048, max_context=32768, ds_max_consecutive=1,
+                          prefix_cache=True)
+    recorder = _Recorder()
+    engine = Engine(FakeCost(), PolicyFeed(recorder, None, None), limits)
+    # request 1 arrives after request 0's prompt is cached; both in the queue view at arrival
+    engine.run((RequestSpec(0, 0.0, 1536, 50, (1, 2, 3)),
+                RequestSpec(1, 1.0, 1600, 2, (1, 2, 3, 4))))
+    seen = [q for queue in recorder.queues for q in queue if q.req_id == 1]
+    assert seen and seen[0].prompt_tokens == 1600
+    assert seen[0].cached_prompt_tokens == 1536 and seen[0].remaining_prompt_tokens == 64
