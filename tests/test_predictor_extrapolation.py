@@ -20,10 +20,12 @@ from ppsched.predictor.profile import default_profile
 from ppsched.sim.cost import build_cost_model
 
 # Relative error allowed on prefill chunk sizes never seen in training. Not 0: the offline
-# profile alone is 15% low at 256 tokens on PP4 (staircase band 19.1 ms vs the
-# simulator's 21.9 ms of linear layers) and 128-token data cannot reveal that. Before the fix
-# the errors were +32% (256) to +221% (2048) on PP4 and up to +952% on TP4.
-TOLERANCE = 0.15
+# profile (one source's staircase, Qwen-72B's) differs from the simulator's linear layers, which
+# since issue 13 blend three profiled GEMM shapes (docs/COST_MODEL.md): at 384 tokens, prefix
+# 2000 the trained predictor reads +16% (+11% when the simulator used Qwen-72B alone), and
+# 128-token data cannot reveal that. Before the fix the errors were +32% (256) to +221% (2048)
+# on PP4 and up to +952% on TP4.
+TOLERANCE = 0.18
 MODEL = BUILTIN_MODELS["qwen2.5-32b"]
 PARALLEL = {"pp4": (4, 1)}  # TP4 is a known limitation: bench/predictor.md
 

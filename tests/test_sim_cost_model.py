@@ -146,7 +146,7 @@ def test_link_and_cpu_overhead() -> None:
     cm = _pp4()
     shape = BatchShape(prefill=((0, 2048),))
     nbytes = 2 * 2048 * Q32.hidden * 2
-    expected = 0.020 + nbytes / (25e9 * 0.9) * 1e3
+    expected = 0.042 + nbytes / (25e9 * 0.9) * 1e3  # nccl #1530 latency
     assert cm.link_ms(shape) == pytest.approx(expected)
     assert 0 < cm.cpu_overhead_ms(_decode(8)) < cm.cpu_overhead_ms(_decode(128))
     assert build_cost_model(Q32, HW, pp_size=1, tp_size=4).link_ms(shape) == 0.0

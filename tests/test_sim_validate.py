@@ -46,3 +46,20 @@ def test_cli_text_json_and_bad_dir(capsys, tmp_path) -> None:
     (tmp_path / "empty").mkdir()
     assert main(["sim", "validate", "--data-dir", str(tmp_path / "empty")]) == 2
     assert "profiles/a100" in capsys.readouterr().err
+
+
+def test_lomo_detail_reports_every_cut() -> None:
+    detail = validate(Path(data_dir()).resolve())["leave_one_model_out_detail"]
+    layer, step = detail["per_layer_time_weighted"], detail["step_placement"]
+    print(f"\nLOMO overall {detail['overall_mape']:.2f}%, worst {detail['worst_model']} "
+          f"{detail['worst_model_mape']:.2f}%, per-layer {layer['mape']:.2f}%, "
+          f"beyond {detail['beyond_cut']['mape']:.2f}%, steps {step['fraction']:.1%}")
+    assert set(detail["by_tp"]) == {"tp1", "tp2", "tp4", "tp8"}
+    assert set(detail["by_tokens"]) == {"1-64", "65-512", "513-4096"}
+    assert set(detail["by_model"]) == {"CodeLlama-34b-Instruct-hf", "Llama-2-7b-hf", "Qwen-72B",
+                                       "internlm-20b", "phi-2"}
+    # regression guards: before issue 13 these read 8.72% overall, 4.59% per layer, 8.81% beyond
+    assert detail["overall_mape"] < 7.5
+    assert detail["per_layer_time_weighted"]["mape"] < 4.5
+    assert detail["beyond_cut"]["mape"] < 7.5
+    assert 0 < detail["step_placement"]["placed"] <= detail["step_placement"]["measured_steps"]

@@ -44,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--admission", default="off",
                         help="on: reject at arrival a request whose TTFT SLO cannot be met "
                              "given the predicted queue drain time (default off)")
+    parser.add_argument("--context-length", type=int, default=None,
+                        help="SGLang --context-length: prompt + output longer is rejected "
+                             "(default: the model's max_position_embeddings)")
+    parser.add_argument("--disable-radix-cache", action="store_true",
+                        help="SGLang's flag: no prefix cache even for traces with prefix ids")
     parser.add_argument("--no-noise", action="store_true",
                         help="turn off the cost model's seeded run-to-run noise")
     parser.add_argument("--concurrency", type=int, default=256,
@@ -64,7 +69,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      pp_max_micro_batch_size=args.pp_max_micro_batch_size,
                      mixed_chunk=args.mixed_chunk, max_chunk_tokens=args.max_chunk_tokens,
                      profile_path=args.profile_path, data_dir=args.data_dir,
-                     noise=not args.no_noise, admission=args.admission)
+                     noise=not args.no_noise, admission=args.admission,
+                     context_length=args.context_length,
+                     prefix_cache=not args.disable_radix_cache)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -90,7 +97,7 @@ def run_command(args: argparse.Namespace) -> int:
     result = simulate(config, workload)
     summary = dict(result.summary)
     summary.pop("config", None)
-    summary["workload"] = workload.describe()
+    summary["workload"] = workload.describe(context_limit=config.max_context)
     written = write_run_outputs(args.out, result.records, summary, config.to_dict(),
                                 iterations=result.iterations, decisions=result.decisions)
     print_summary(summary, config, str(written["summary"].parent))

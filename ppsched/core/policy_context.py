@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ppsched.core.cuda_graphs import DecodeGraphs
 from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig
 from ppsched.core.slo import Slo
@@ -20,6 +21,9 @@ class PolicyContext:
     profile_path: str | None = None  # ALP profile JSON from `ppsched profile fit`; None: built-in
     data_dir: str | None = None
     boundaries: tuple[int, ...] | None = None  # detected efficient batch sizes; None: from profile
+    # the engine's decode CUDA graphs (cap, padded sizes): boundary detection reads the same
+    # staircase the engine runs; None: unknown (a live engine that did not say)
+    decode_graphs: DecodeGraphs | None = None
 
     def __post_init__(self) -> None:
         if self.pp_size < 1:

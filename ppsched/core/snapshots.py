@@ -16,12 +16,15 @@ from ppsched.core.batch import BatchShape
 
 @dataclass(frozen=True, slots=True)
 class QueuedRequest:
-    """A request waiting for (more) prefill."""
+    """A request waiting for (more) prefill. With a prefix cache, ``remaining_prompt_tokens``
+    excludes the prompt tokens the cache holds (``cached_prompt_tokens``): a chunk costs only
+    its uncached part."""
 
     req_id: int
     arrival_s: float
     prompt_tokens: int
     remaining_prompt_tokens: int
+    cached_prompt_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,8 @@ class RunConfig:
     data_dir: str | None = None
     noise: bool = True
     admission: str = "off"  # on: reject at arrival what cannot meet its TTFT SLO
+    context_length: int | None = None  # SGLang --context-length; None: the model's own
+    prefix_cache: bool = True  # radix cache for traces with prefix ids (SGLang: on by default)
 
     def __post_init__(self) -> None:
         parse_parallel(self.parallel)
@@ -68,6 +70,10 @@ class RunConfig:
                 raise UserError(f"--{name.replace('_', '-')} {value!r}: expected an integer >= 1")
         if self.admission not in ("on", "off"):
             raise UserError(f"--admission {self.admission!r}: expected on or off")
+        if self.context_length is not None and (not isinstance(self.context_length, int)
+                                                or self.context_length < 2):
+            raise UserError(f"--context-length {self.context_length!r}: expected an integer "
+                            ">= 2 (prompt + output tokens a request may span)")
         if not isinstance(self.max_chunk_tokens, int) or self.max_chunk_tokens < 1:
             raise UserError(f"--max-chunk-tokens {self.max_chunk_tokens!r}: expected an "
                             "integer >= 1")
@@ -82,6 +88,11 @@ class RunConfig:
 
     def model_config(self) -> ModelConfig:
         return load_model_config(self.model)
+
+    @property
+    def max_context(self) -> int:
+        """Context a request may span: --context-length, else the model's configured one."""
+        return self.context_length or self.model_config().max_context
 
     def policy_context(self) -> PolicyContext:
         return PolicyContext(pp_size=self.pp_size, slo=self.slo, model=self.model_config(),

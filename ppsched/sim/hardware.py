@@ -63,13 +63,17 @@ class HardwareSpec:
 
 
 # The link is modelled, not measured (no PCIe profile exists): calculon's A100 system file gives
-# its PCIe-class network 25 GB/s, efficiency 0.9, latency 20 us; PCIe 4.0 x16 itself is
+# its PCIe-class network 25 GB/s, efficiency 0.9; PCIe 4.0 x16 itself is
 # 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction, which 25 GB/s of payload is ~80% of.
+# Latency: NVIDIA/nccl issue #1530 measures ~42 us for an 8-byte all-reduce over PCIe GPUs
+# (calculon's 20 us is a network figure, not a measured PCIe NCCL operation).
+PCIE_NCCL_LATENCY_US = 42.0
 _PCIE_SOURCES = (
     ("link_gbps", "calculon-ai/calculon systems/a100_80g.json PCIe-class network: 25 GB/s "
                   "(PCIe 4.0 x16 raw: 16 GT/s * 16 lanes * 128/130 = 31.5 GB/s per direction)"),
     ("link_efficiency", "calculon-ai/calculon systems/a100_80g.json: efficiency 0.9"),
-    ("link_latency_us", "calculon-ai/calculon systems/a100_80g.json: latency 20 us per operation"),
+    ("link_latency_us", "NVIDIA/nccl issue #1530: ~42 us for an 8-byte all-reduce over PCIe "
+                        "GPUs (the smallest NCCL operation's fixed cost)"),
 )
 
 _HARDWARE: dict[str, HardwareSpec] = {
@@ -78,7 +82,7 @@ _HARDWARE: dict[str, HardwareSpec] = {
         gpu_mem_gb=40339.3125 * MIB / 1e9,  # 42.30 GB
         hbm_gbps=1555.0,
         bf16_tflops=312.0,
-        link_latency_us=20.0,
+        link_latency_us=PCIE_NCCL_LATENCY_US,
         link_gbps=25.0,
         link_efficiency=0.9,
         sources=(
@@ -94,7 +98,7 @@ _HARDWARE: dict[str, HardwareSpec] = {
         gpu_mem_gb=81920 * MIB / 1e9,  # 85.90 GB
         hbm_gbps=2039.0,
         bf16_tflops=312.0,
-        link_latency_us=20.0,
+        link_latency_us=PCIE_NCCL_LATENCY_US,
         link_gbps=25.0,
         link_efficiency=0.9,
         sources=(

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ppsched.core.batch import BatchShape
+from ppsched.core.cuda_graphs import DecodeGraphs
 from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig
 from ppsched.core.paths import data_dir as resolve_data_dir
@@ -23,6 +24,13 @@ from ppsched.sim.cost.tables import CostTables, build_tables
 RUNTIME_RESERVE_GB = 1.0
 NOISE_BLOCK = 4096
 NOISE_CLIP = 4.0  # standard deviations: keeps a noisy time positive and bounded
+# CPU time to launch one decoder layer's kernels eagerly (no CUDA graph): Llama-3.1-8B decode on
+# an H100 SXM5 takes 8.4 ms per step eager and 5.1 ms as a CUDA graph (cloudai.pt, "CUDA Graphs +
+# torch.compile: 1.65x LLM Decode Speedup"); its weights stream in ~4.8 ms (16 GB at 3.35 TB/s),
+# so the eager step is launch-bound: 8.4 ms / 32 layers = 0.26 ms of launches per layer. Launches
+# run ahead of the GPU asynchronously, so an eager stage costs max(GPU time, launch time).
+EAGER_LAUNCH_MS_PER_LAYER = 8.4 / 32
+MIB = 1024 * 1024
 
 
 def split_layers(layers: int, pp_size: int) -> tuple[int, ...]:
@@ -40,7 +48,8 @@ class CostModel:
     """Times in ms for one microbatch (PP stage) or one batch (TP step); see stage_ms."""
 
     def __init__(self, tables: CostTables, *, pp_size: int, tp_size: int,
-                 mem_fraction_static: float, seed: int, noise: bool) -> None:
+                 mem_fraction_static: float, seed: int, noise: bool,
+                 graphs: DecodeGraphs | None = None) -> None:
         if not 0 < mem_fraction_static <= 1:
             raise UserError(f"mem_fraction_static={mem_fraction_static!r}: expected in (0, 1]")
         self.tables = tables
@@ -52,6 +61,10 @@ class CostModel:
         self.seed = seed
         self.noise = noise
         self.layers_per_stage = split_layers(self.model.layers, pp_size)
+        # SGLang's default decode graphs for this GPU and the TP degree of one stage
+        self.graphs = graphs if graphs is not None else DecodeGraphs.sglang_default(
+            self.hardware.gpu_mem_bytes / MIB, tp_size)
+        self._launch_ms = tuple(n * EAGER_LAUNCH_MS_PER_LAYER for n in self.layers_per_stage)
         self._last = pp_size - 1
         self._link = LinkModel(self.hardware)
         self._layer = tables.layer_ms
@@ -101,11 +114,12 @@ class CostModel:
         self._zi = i + 1
         return self._z[i]
 
-    def _layers_part(self, shape: BatchShape) -> tuple[int, float, float]:
-        """(batched tokens, per-layer ms, per-layer noise std in ms)."""
+    def _layers_part(self, shape: BatchShape, rows: int) -> tuple[int, float, float]:
+        """(batched tokens, per-layer ms, per-layer noise std in ms); ``rows`` is the decode
+        rows the linear layers compute (the graph's padded batch for a pure decode batch)."""
         pre = shape.prefill
         dc = shape.decode_count
-        tokens = dc
+        tokens = rows
         attn_sd = 0.0
         attn = 0.0
         if pre:
@@ -138,11 +152,21 @@ class CostModel:
                                            self.tp_size)
         return ms + t.overhead.sampler_ms(rows), sd
 
+    def _decode_rows(self, shape: BatchShape) -> tuple[int, bool]:
+        """(rows computed, replays a CUDA graph): a pure decode batch within the graph cap runs
+        its captured graph at the padded batch size (padded rows have length-1 contexts, so
+        attention is charged for the real requests only); anything else runs eagerly."""
+        dc = shape.decode_count
+        if not shape.prefill and self.graphs.is_graph(dc):
+            return self.graphs.padded(dc), True
+        return dc, False
+
     def _stage(self, stage: int, shape: BatchShape) -> tuple[float, float]:
         if shape.decode_count == 0 and not shape.prefill:
             return 0.0, 0.0
         layers = self.layers_per_stage[stage]
-        tokens, per_layer, per_layer_sd = self._layers_part(shape)
+        rows, graph = self._decode_rows(shape)
+        tokens, per_layer, per_layer_sd = self._layers_part(shape, rows)
         ms = per_layer * layers
         sd = per_layer_sd * layers
         if self.tp_size > 1:
@@ -152,9 +176,11 @@ class CostModel:
             if self.tp_size > 1:  # vocab-parallel embedding ends in an all-reduce
                 ms += self._link.all_reduce_ms(tokens * self._hidden_bytes, self.tp_size)
         if stage == self._last:
-            head, head_sd = self._head_ms(tokens, shape.decode_count + len(shape.prefill))
+            head, head_sd = self._head_ms(tokens, rows + len(shape.prefill))
             ms += head
             sd += head_sd
+        if not graph and ms < self._launch_ms[stage]:
+            ms = self._launch_ms[stage]  # eager: the CPU cannot launch the kernels faster
         return ms, sd
 
     def stage_ms_median(self, stage: int, shape: BatchShape) -> float:
@@ -192,11 +218,14 @@ class CostModel:
 
     def breakdown(self, stage: int, shape: BatchShape) -> dict[str, float]:
         """Noiseless parts of a stage time, for tests and reports."""
-        tokens, per_layer, _ = self._layers_part(shape)
+        rows, graph = self._decode_rows(shape)
+        tokens, per_layer, _ = self._layers_part(shape, rows)
         layers = self.layers_per_stage[stage]
         lin = extrapolate(self._layer, tokens)
         return {"tokens": float(tokens), "layers": float(layers),
                 "linear_ms": lin * layers, "attention_ms": (per_layer - lin) * layers,
+                "rows": float(rows), "cuda_graph": float(graph),
+                "eager_launch_ms": 0.0 if graph else self._launch_ms[stage],
                 "total_ms": self.stage_ms_median(stage, shape)}
 
     def describe(self) -> dict[str, object]:
@@ -210,16 +239,20 @@ class CostModel:
                 "stage_weight_gb": [round(self.stage_weight_bytes(s) / 1e9, 3)
                                     for s in range(self.pp_size)],
                 "seed": self.seed, "noise": self.noise, "noise_clip_sd": NOISE_CLIP,
+                "decode_cuda_graphs": self.graphs.describe(),
+                "eager_launch_ms_per_layer": EAGER_LAUNCH_MS_PER_LAYER,
                 **self.tables.describe()}
 
 
 def build_cost_model(model: ModelConfig, hardware: str, *, pp_size: int, tp_size: int,
                      data_dir: str | None = None, mem_fraction_static: float = 0.9,
-                     seed: int = 0, noise: bool = True) -> CostModel:
+                     seed: int = 0, noise: bool = True,
+                     graphs: DecodeGraphs | None = None) -> CostModel:
     """A cost model for ``model`` on ``hardware`` split into pp_size stages of tp_size GPUs.
 
     The tables are cached per (model, hardware, tp, data_dir) in-process; each call gets a fresh
-    noise stream for ``seed``.
+    noise stream for ``seed``. ``graphs``: SGLang's decode CUDA graphs; None means SGLang's
+    default for this GPU and tp_size, ``DecodeGraphs.disabled()`` an all-eager engine.
     """
     if tp_size < 1 or model.heads % tp_size:
         raise UserError(f"tp_size={tp_size}: expected a divisor of the model's heads "
@@ -228,4 +261,5 @@ def build_cost_model(model: ModelConfig, hardware: str, *, pp_size: int, tp_size
     root = Path(resolve_data_dir(data_dir)).resolve()
     tables = build_tables(model, hardware.lower(), tp_size, root)
     return CostModel(tables, pp_size=pp_size, tp_size=tp_size,
-                     mem_fraction_static=mem_fraction_static, seed=seed, noise=noise)
+                     mem_fraction_static=mem_fraction_static, seed=seed, noise=noise,
+                     graphs=graphs)

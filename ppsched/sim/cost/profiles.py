@@ -69,6 +69,7 @@ class OpProfile:
     tokens: np.ndarray  # sorted, unique
     median_ms: np.ndarray
     cv: np.ndarray  # std / median at each token count (run-to-run spread)
+    gated: bool = True  # gated (SwiGLU, full rotary) layer family; phi-2 is not (GELU, partial)
 
 
 def _layer_shape_from_row(row: pd.Series) -> LayerShape:
@@ -112,7 +113,8 @@ def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
                     model=model, tp=int(tp), op=op, dims=shape.dims(op),
                     tokens=med.index.to_numpy(dtype=np.int64)[ok],
                     median_ms=med.to_numpy(dtype=np.float64)[ok],
-                    cv=(std.to_numpy(dtype=np.float64) / np.maximum(med.to_numpy(), 1e-9))[ok]))
+                    cv=(std.to_numpy(dtype=np.float64) / np.maximum(med.to_numpy(), 1e-9))[ok],
+                    gated=shape.gated_mlp))
     return tuple(out)
 
 

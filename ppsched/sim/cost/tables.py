@@ -77,13 +77,15 @@ def build_tables(model: ModelConfig, hardware: str, tp: int, data_dir: Path) -> 
     profile_hw = get_hardware(PROFILE_HARDWARE)
     pool = load_op_profiles(data_dir)
     shape = layer_shape(model, tp)
-    scaled = {op: scale_op(op, shape.dims(op), pool) for op in ALL_OPS}
+    scaled = {op: scale_op(op, shape.dims(op), pool, tp=tp, gated=model.gated_mlp)
+              for op in ALL_OPS}
     unique = sorted(set(LAYER_OPS))
     layer, layer_cv = _sum_curves([scaled[o] for o in unique],
                                   [LAYER_OPS.count(o) for o in unique], profile_hw, hw)
     emb, _ = token_curve(scaled["emb"], profile_hw, hw)
     norm, _ = token_curve(scaled["input_layernorm"], profile_hw, hw)
-    lm_head = scale_op("lm_head", (model.hidden, model.vocab // tp), pool)
+    lm_head = scale_op("lm_head", (model.hidden, model.vocab // tp), pool, tp=tp,
+                       gated=model.gated_mlp)
     lm_ms, lm_cv = token_curve(lm_head, profile_hw, hw)
 
     attn_profile = load_attention_profile(data_dir)

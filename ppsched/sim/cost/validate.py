@@ -35,6 +35,7 @@ from ppsched.sim.cost.profiles import (
     profile_dir,
     read_attention_rows,
 )
+from ppsched.sim.cost.validate_lomo import lomo_detail
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
 MLP_OPS = ("mlp_up_proj", "mlp_down_proj")
@@ -46,7 +47,8 @@ def _mape(pred: np.ndarray, meas: np.ndarray) -> float:
 
 def _predict(target: OpProfile, pool: tuple[OpProfile, ...], exclude: str | None) -> np.ndarray:
     hw = get_hardware(PROFILE_HARDWARE)
-    scaled = scale_op(target.op, target.dims, pool, exclude)
+    scaled = scale_op(target.op, target.dims, pool, exclude, tp=target.tp,
+                      gated=target.gated)
     ms, _ = token_curve(scaled, hw, hw)
     return ms[target.tokens]
 
@@ -158,6 +160,7 @@ def validate(data_dir: Path) -> dict[str, object]:
         "leave_one_model_out": lomo,
         "shared_hidden_models": list(shared),
         "leave_one_model_out_shared_hidden": group,
+        "leave_one_model_out_detail": lomo_detail(pool),
         "summary": {"lomo_mlp_mape_shared_hidden": mlp_shared,
                     "lomo_gemm_mape_shared_hidden": gemm_shared,
                     "target_mlp_mape": 5.0, "meets_target": mlp_shared <= 5.0},
@@ -191,4 +194,23 @@ def format_report(result: dict[str, object]) -> str:
               f"{summary['lomo_mlp_mape_shared_hidden']:.2f}% (target <= 5%: "
               f"{'met' if summary['meets_target'] else 'NOT met'}); all four GEMMs: "
               f"{summary['lomo_gemm_mape_shared_hidden']:.2f}%"]
-    return "\n".join(lines)
+    return "\n".join(lines + _detail_lines(result["leave_one_model_out_detail"]))  # type: ignore
+
+
+def _detail_lines(detail: dict) -> list[str]:
+    def cells(values: dict[str, float]) -> str:
+        return "  ".join(f"{k} {v:.2f}" for k, v in values.items())
+
+    step = detail["step_placement"]
+    layer = detail["per_layer_time_weighted"]
+    return ["", "leave-one-model-out, every profiled row of every op (MAPE %):",
+            f"  overall {detail['overall_mape']:.2f} (target <= 4); worst model "
+            f"{detail['worst_model']} {detail['worst_model_mape']:.2f} (target <= 6)",
+            f"  by model: {cells(detail['by_model'])}",
+            f"  by TP:    {cells(detail['by_tp'])}",
+            f"  by tokens: {cells(detail['by_tokens'])}",
+            f"  beyond (pool cut at {detail['beyond_cut']['cut_tokens']}, rows above predicted "
+            f"by the long-token rule): {detail['beyond_cut']['mape']:.2f}",
+            f"  per-layer time-weighted (sum of a layer's ops): {layer['mape']:.2f}",
+            f"  step placement: {step['placed']}/{step['measured_steps']} measured steps "
+            f"({step['fraction']:.1%})"]

@@ -18,4 +18,12 @@ Modelling choices (SGLang 0.5.23 unless said otherwise):
   with ``admission="on"`` also what ``ppsched.admission`` predicts cannot meet its TTFT SLO.
 - Scheduler CPU overhead is spent on rank 0 before each launch; the result returns to rank 0
   over one link latency; tokens are stamped when rank 0 processes the result.
+- Prefix cache (RadixAttention, ``prefix_cache.py``) for traces with prefix block ids: matched at
+  admission, locked while running, prompt blocks inserted once prefilled, LRU eviction of
+  unlocked leaves when KV runs short; a chunk costs only the uncached part (docs/COST_MODEL.md).
+
+Layout: ``loop.Engine`` (events) -> ``batches`` (building a slot's batch) -> ``views`` (policy
+snapshots) -> ``sched_state.SchedState`` (the scheduler's mutable state) -> ``kv.KvPool`` (KV and
+the prefix cache) -> ``state`` (requests, typed prefill pieces, launched microbatches); the
+policies and their measurement feed are ``feed.PolicyFeed``. No module imports one above it.
 """

@@ -7,15 +7,12 @@ measured ms) in a flat ``array('d')``: long overload runs keep millions of stage
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from ppsched.sim.engine.state import Launched
 from ppsched.sim.engine.timing import StageRun
-
-if TYPE_CHECKING:
-    from ppsched.sim.engine.batches import Launched
 
 COLUMNS = ("mb", "slot", "stage", "start_s", "end_s", "prefill_tokens", "prefix_tokens",
            "decode_reqs", "decode_ctx_sum", "chunk", "idle_before_s", "predicted_ms",

@@ -2,24 +2,66 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Protocol
 
 from ppsched.admission import AdmissionGate, build_admission
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
+from ppsched.core.models import ModelConfig
+from ppsched.core.policy_context import PolicyContext
 from ppsched.core.requests import RequestSpec
+from ppsched.core.slo import Slo
 from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
-from ppsched.experiments.run_config import RunConfig
+from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.loop import Engine
 from ppsched.sim.engine.result import SimResult, engine_summary
+from ppsched.sim.engine.sched_state import EngineLimits
 from ppsched.sim.engine.timing import CostModel
 from ppsched.sim.invariants import RunStats, check_all
 
 
 class HasRequests(Protocol):
     requests: tuple[RequestSpec, ...]
+
+
+class SimConfig(Protocol):
+    """The settings a simulated run reads (experiments.run_config.RunConfig provides them)."""
+
+    model: str
+    hardware: str
+    parallel: str
+    chunk: str
+    ds: str
+    ds_max_consecutive: int
+    slo: Slo
+    seed: int
+    mem_fraction_static: float
+    max_running_requests: int | None
+    pp_max_micro_batch_size: int | None
+    mixed_chunk: bool
+    max_chunk_tokens: int
+    data_dir: str | None
+    noise: bool
+    admission: str
+    prefix_cache: bool
+
+    @property
+    def pp_size(self) -> int: ...
+
+    @property
+    def tp_size(self) -> int: ...
+
+    @property
+    def max_context(self) -> int: ...
+
+    def model_config(self) -> ModelConfig: ...
+
+    def policy_context(self) -> PolicyContext: ...
+
+    def to_dict(self) -> dict: ...
 
 
 def default_max_running(capacity: int, max_context: int) -> int:
@@ -29,7 +71,7 @@ def default_max_running(capacity: int, max_context: int) -> int:
     return max(1, min(capacity // 2, pool))
 
 
-def build_cost(config: RunConfig) -> CostModel:
+def build_cost(config: SimConfig) -> CostModel:
     from ppsched.sim.cost import build_cost_model  # lazy: tests may inject their own
 
     return build_cost_model(config.model_config(), config.hardware, pp_size=config.pp_size,
@@ -38,13 +80,15 @@ def build_cost(config: RunConfig) -> CostModel:
                             noise=config.noise)
 
 
-def simulate(config: RunConfig, workload: HasRequests, *,
+def simulate(config: SimConfig, workload: HasRequests, *,
              cost_model: CostModel | None = None) -> SimResult:
-    if not isinstance(config, RunConfig):
-        raise UserError(f"simulate: config {config!r} is not a RunConfig")
+    if not callable(getattr(config, "policy_context", None)):
+        raise UserError(f"simulate: config {config!r} is not a run configuration")
     model = config.model_config()
-    ctx = config.policy_context()
     cost = cost_model if cost_model is not None else build_cost(config)
+    # policies (the delay scheduler's boundaries) see the decode graphs the engine runs
+    ctx = dataclasses.replace(config.policy_context(),
+                              decode_graphs=getattr(cost, "graphs", None))
     tp = config.parallel.lower().startswith("tp")
 
     def prefill_timer(tokens: int) -> float:
@@ -60,42 +104,50 @@ def simulate(config: RunConfig, workload: HasRequests, *,
         raise UserError(f"model {model.name!r} on {config.hardware} at {config.parallel} with "
                         f"mem_fraction_static={config.mem_fraction_static}: no room for KV cache "
                         f"(capacity {capacity} tokens); expected more GPUs or a smaller model")
-    max_running = config.max_running_requests or default_max_running(capacity, model.max_context)
+    max_context = config.max_context
+    max_running = config.max_running_requests or default_max_running(capacity, max_context)
     slots = 1 if tp else config.pp_size
     per_slot = config.pp_max_micro_batch_size or max(1, max_running // slots)
-    engine = Engine(cost, controller, trimmer, pp_size=config.pp_size, tp=tp,
-                    max_running=max_running, per_slot_cap=per_slot,
-                    mixed_chunk=config.mixed_chunk, max_chunk_tokens=config.max_chunk_tokens,
-                    max_context=model.max_context, ds_max_consecutive=config.ds_max_consecutive,
-                    admission=gate)
+    limits = EngineLimits(slots=slots, tp=tp, max_running=max_running, per_slot_cap=per_slot,
+                          mixed_chunk=config.mixed_chunk,
+                          max_chunk_tokens=config.max_chunk_tokens, max_context=max_context,
+                          ds_max_consecutive=config.ds_max_consecutive,
+                          prefix_cache=config.prefix_cache and any(
+                              spec.prefix_block_ids for spec in workload.requests))
+    engine = Engine(cost, PolicyFeed(controller, trimmer, gate), limits)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     engine.run(tuple(workload.requests))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     reqs = sorted(engine.reqs, key=lambda r: r.rid)
     records = [r.record() for r in reqs]
     iterations = engine.log.frame()
-    stats = RunStats(kv_capacity=capacity, kv_peak=engine.kv_peak,
+    st = engine.st
+    stats = RunStats(kv_capacity=capacity, kv_peak=st.kv.peak,
                      generated=_generated_by_id(reqs),
-                     held_left=sum(1 for m in engine.members for r in m if r.held_streak),
-                     max_held_streak=engine.max_held_streak,
+                     held_left=sum(1 for m in st.members for r in m if r.held_streak),
+                     max_held_streak=st.max_held_streak,
                      ds_max_consecutive=config.ds_max_consecutive if trimmer else None)
     check_all(workload.requests, records, iterations, engine.log.decisions, stats)
-    summary = engine_summary(records, iterations, config.slo, stages=engine.slots,
+    summary = engine_summary(records, iterations, config.slo, stages=slots,
                              work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
-                             end_s=engine.end_s, wall_s=wall, retractions=engine.retractions,
-                             ds_holds=engine.ds_holds, max_held_streak=engine.max_held_streak,
-                             kv_capacity=capacity, kv_peak=engine.kv_peak)
+                             end_s=engine.end_s, wall_s=wall, retractions=st.retractions,
+                             ds_holds=st.ds_holds, max_held_streak=st.max_held_streak,
+                             kv_capacity=capacity, kv_peak=st.kv.peak)
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
     summary["sim_cpu_s"] = cpu
     summary["sim_speed_cpu"] = engine.end_s / cpu if cpu > 0 else float("inf")
     summary["admission_rejected"] = engine.admission_rejected
+    summary["context_length"] = max_context
+    summary["context_rejected"] = engine.context_rejected
+    summary["prefix_cache"] = (st.kv.cache.summary() if st.kv.cache is not None
+                               else {"enabled": False})
     summary["config"] = config.to_dict()
     summary["engine"] = {"max_running_requests": max_running, "pp_max_micro_batch_size": per_slot,
                          "cost_model": _describe(cost)}
     return SimResult(records, iterations, engine.log.decisions, summary, stats)
 
 
-def _admission_gate(config: RunConfig, slots: int) -> AdmissionGate | None:
+def _admission_gate(config: SimConfig, slots: int) -> AdmissionGate | None:
     controller = build_admission(config.admission)
     if controller is None:
         return None

@@ -1,9 +1,12 @@
-"""Mutable per-request engine state (private to the simulator; policies see snapshots only)."""
+"""Per-request engine state and the microbatches that carry it (private to the simulator;
+policies see snapshots only)."""
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+from ppsched.core.batch import BatchShape
 from ppsched.core.requests import RequestRecord, RequestSpec
 from ppsched.core.snapshots import DecodingRequest, QueuedRequest
 
@@ -11,7 +14,7 @@ from ppsched.core.snapshots import DecodingRequest, QueuedRequest
 class Req:
     __slots__ = ("spec", "rid", "arrival_s", "prompt", "output", "generated", "kv", "remaining",
                  "first_s", "last_s", "finish_s", "slot", "retractions", "held_streak",
-                 "rejected", "reject_reason", "_qview")
+                 "rejected", "reject_reason", "cache_path", "cached", "_qview")
 
     def __init__(self, spec: RequestSpec) -> None:
         self.spec = spec
@@ -30,6 +33,8 @@ class Req:
         self.held_streak = 0
         self.rejected = False
         self.reject_reason = ""
+        self.cache_path: list = []  # prefix-cache nodes this request locks (engine.prefix_cache)
+        self.cached = 0  # of ``kv``, tokens held by those nodes (shared KV, not the request's)
         self._qview: QueuedRequest | None = None
 
     @property
@@ -43,7 +48,9 @@ class Req:
         if view is None or view.remaining_prompt_tokens != self.remaining \
                 or view.prompt_tokens != self.prefill_len:
             view = self._qview = QueuedRequest(self.rid, self.arrival_s, self.prefill_len,
-                                               self.remaining)
+                                               self.remaining,
+                                               self.cached if self.kv
+                                               else self.prefill_len - self.remaining)
         return view
 
     def decoding_view(self) -> DecodingRequest:
@@ -60,3 +67,32 @@ class Req:
                              first_token_s=self.first_s, finish_s=self.finish_s,
                              rejected=self.rejected, reject_reason=self.reject_reason,
                              slot=self.slot, retractions=self.retractions)
+
+
+class PrefillPiece(NamedTuple):
+    """One request's share of a prefill batch."""
+
+    req: Req
+    prefix: int  # tokens before this piece (cached prefix + earlier chunks): attention reads them
+    extend: int  # tokens this piece computes
+    completes: bool  # the last piece of the request's (re)prefill
+
+
+class Launched:
+    """A microbatch in flight: what it carries and when its result is back on rank 0."""
+
+    __slots__ = ("slot", "prefill", "decodes", "shape", "chunk", "predicted_ms", "decision",
+                 "trim", "return_s")
+
+    def __init__(self, slot: int, prefill: list[PrefillPiece], decodes: list[Req],
+                 shape: BatchShape, chunk: int, predicted_ms: float,
+                 decision: dict | None, trim: dict | None) -> None:
+        self.slot = slot
+        self.prefill = prefill
+        self.decodes = decodes
+        self.shape = shape
+        self.chunk = chunk  # the chunk budget this prefill batch was built under; 0 for decode
+        self.predicted_ms = predicted_ms
+        self.decision = decision
+        self.trim = trim
+        self.return_s = math.nan

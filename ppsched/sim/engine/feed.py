@@ -1,0 +1,40 @@
+"""The engine's policies and the stage measurements they are fed, never ahead of time."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ppsched.admission import AdmissionGate
+from ppsched.core.policy import ChunkController, DecodeTrimmer
+from ppsched.core.snapshots import StageMeasurement
+
+
+class PolicyFeed:
+    """Chunk controller, delay-scheduling trimmer (optional), admission gate (optional), and the
+    stage-0 measurements waiting until simulated time reaches their end."""
+
+    __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "pending")
+
+    def __init__(self, controller: ChunkController, trimmer: DecodeTrimmer | None,
+                 admission: AdmissionGate | None) -> None:
+        self.controller = controller
+        self.trimmer = trimmer
+        self.admission = admission  # None: admit every request that can ever fit
+        self._trimmer_observe = getattr(trimmer, "observe", None)
+        self.pending: deque[tuple[float, StageMeasurement]] = deque()
+
+    def measured(self, measurement: StageMeasurement) -> None:
+        """A stage-0 run was placed; policies may see it once ``now`` reaches its end."""
+        self.pending.append((measurement.now_s, measurement))
+
+    def flush(self, now: float, recent_stage: deque[float]) -> None:
+        """Feed stage-0 measurements that have completed by ``now`` (never the future)."""
+        pending = self.pending
+        while pending and pending[0][0] <= now:
+            measurement = pending.popleft()[1]
+            self.controller.observe(measurement)
+            if self._trimmer_observe is not None:
+                self._trimmer_observe(measurement)
+            if self.admission is not None:
+                self.admission.observe(measurement)
+            recent_stage.append(measurement.measured_ms)

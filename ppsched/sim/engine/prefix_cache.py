@@ -1,0 +1,163 @@
+"""SGLang's radix prefix cache (RadixAttention) at the trace's block granularity.
+
+A trace with prefix identity gives one id per 512-token prompt block (Mooncake ``hash_ids``);
+equal id paths are equal prefixes. The tree has one node per block. As in SGLang 0.5.23
+(``srt/mem_cache/radix_cache.py``, ``evict_policy.py``):
+- a request matches the longest cached path of its block ids; at least one prompt token is
+  always computed (the last token's logits are needed), so a full match still prefills 1 token;
+- matched nodes are locked (``inc_lock_ref`` up to the root) while the request runs;
+- after its prompt is prefilled the request's blocks are inserted (``cache_unfinished_req``):
+  their KV now belongs to the tree, shared with every later match;
+- when it finishes or is retracted it unlocks them (output tokens carry no block id: they are
+  freed, not cached);
+- eviction frees unlocked leaves in LRU order (last access time), a parent becoming an
+  unlocked leaf joins the heap (``evict``), until enough tokens are free.
+KV accounting: the tree's tokens count as used KV; unlocked ones are "evictable", which
+admission counts as available (SGLang's ``available_size + evictable_size``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+BLOCK_TOKENS = 512  # Mooncake: one hash id per 512-token block
+
+
+class Node:
+    __slots__ = ("block", "tokens", "parent", "children", "lock", "last_access")
+
+    def __init__(self, block: int, tokens: int, parent: Node | None) -> None:
+        self.block = block
+        self.tokens = tokens
+        self.parent = parent
+        self.children: dict[int, Node] = {}
+        self.lock = 0
+        self.last_access = 0.0
+
+
+def block_tokens(prompt: int, n_blocks: int) -> list[int]:
+    """Tokens of each of a prompt's blocks: 512 each, the last one the remainder."""
+    n = min(n_blocks, -(-prompt // BLOCK_TOKENS))
+    return [min(BLOCK_TOKENS, prompt - i * BLOCK_TOKENS) for i in range(n)]
+
+
+class PrefixCache:
+    """The radix tree plus its KV figures (tokens held, evictable, hits, evictions)."""
+
+    def __init__(self) -> None:
+        self.root = Node(-1, 0, None)
+        self.root.lock = 1  # never evicted
+        self.tokens = 0  # KV tokens held by tree nodes
+        self.evictable = 0  # of those, in nodes nobody locks
+        self.evicted = 0
+        self.hit_tokens = 0
+        self.lookup_tokens = 0
+        self.peak_tokens = 0
+        self._tie = itertools.count()
+
+    # --- matching and locking ----------------------------------------------------------------
+    def match(self, blocks: tuple[int, ...], prompt: int) -> tuple[list[Node], int]:
+        """(matched path, cached tokens usable by a prompt of ``prompt`` tokens)."""
+        path: list[Node] = []
+        node = self.root
+        cached = 0
+        for block, tokens in zip(blocks, block_tokens(prompt, len(blocks)), strict=False):
+            child = node.children.get(block)
+            if child is None or child.tokens != tokens:
+                break
+            path.append(child)
+            cached += tokens
+            node = child
+        return path, min(cached, prompt - 1)
+
+    def lock(self, path: list[Node], now: float) -> int:
+        """Lock ``path`` for a running request; returns the tokens that stopped being
+        evictable (what the lock costs the free-KV figure)."""
+        freed_from_evictable = 0
+        for node in path:
+            if node.lock == 0:
+                self.evictable -= node.tokens
+                freed_from_evictable += node.tokens
+            node.lock += 1
+            node.last_access = now
+        return freed_from_evictable
+
+    def unlock(self, path: list[Node], now: float) -> None:
+        for node in path:
+            node.lock -= 1
+            node.last_access = now
+            if node.lock == 0:
+                self.evictable += node.tokens
+
+    def record_lookup(self, prompt: int, cached: int) -> None:
+        self.lookup_tokens += prompt
+        self.hit_tokens += cached
+
+    # --- inserting and evicting --------------------------------------------------------------
+    def insert(self, blocks: tuple[int, ...], prompt: int, path: list[Node],
+               now: float) -> tuple[list[Node], int]:
+        """Extend the request's locked ``path`` with the rest of its prompt blocks, locked by
+        it; returns (new path, duplicate tokens): blocks another request cached meanwhile are
+        shared, and the request's own copy of them is freed (SGLang frees the duplicate)."""
+        node = path[-1] if path else self.root
+        sizes = block_tokens(prompt, len(blocks))
+        duplicate = 0
+        path = list(path)
+        for block, tokens in list(zip(blocks, sizes, strict=False))[len(path):]:
+            child = node.children.get(block)
+            if child is not None and child.tokens == tokens:
+                # cached by someone else meanwhile: share theirs (our copy is freed)
+                if child.lock == 0:
+                    self.evictable -= child.tokens
+                duplicate += tokens
+            elif child is not None:
+                break  # same id, other length: leave the cached one alone
+            else:
+                child = Node(block, tokens, node)
+                node.children[block] = child
+                self.tokens += tokens
+            child.lock += 1
+            child.last_access = now
+            path.append(child)
+            node = child
+        if self.tokens > self.peak_tokens:
+            self.peak_tokens = self.tokens
+        return path, duplicate
+
+    def evict(self, need: int) -> int:
+        """Free at least ``need`` tokens of unlocked leaves, least recently used first (or all
+        that can be); returns the tokens freed."""
+        heap = [(n.last_access, next(self._tie), n) for n in self._unlocked_leaves()]
+        heapq.heapify(heap)
+        freed = 0
+        while freed < need and heap:
+            _, _, node = heapq.heappop(heap)
+            parent = node.parent
+            assert parent is not None
+            del parent.children[node.block]
+            freed += node.tokens
+            self.tokens -= node.tokens
+            self.evictable -= node.tokens
+            if not parent.children and parent.lock == 0:
+                heapq.heappush(heap, (parent.last_access, next(self._tie), parent))
+        self.evicted += freed
+        return freed
+
+    def _unlocked_leaves(self) -> list[Node]:
+        out = []
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node.lock == 0:
+                out.append(node)
+        return out
+
+    def summary(self) -> dict[str, object]:
+        return {"enabled": True, "block_tokens": BLOCK_TOKENS,
+                "lookup_prompt_tokens": self.lookup_tokens, "hit_tokens": self.hit_tokens,
+                "hit_rate": self.hit_tokens / self.lookup_tokens if self.lookup_tokens else 0.0,
+                "evicted_tokens": self.evicted, "peak_tree_tokens": self.peak_tokens,
+                "tree_tokens_at_end": self.tokens}

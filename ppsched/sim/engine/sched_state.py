@@ -1,0 +1,144 @@
+"""Rank 0's scheduler state: limits, queue, decode sets, KV, and SGLang's new-token estimate.
+
+What ``batches`` (building a slot's next batch), ``views`` (policy snapshots) and ``loop``
+(events) share; none of them owns another.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from itertools import islice
+
+from ppsched.core.errors import UserError
+from ppsched.core.snapshots import QueuedRequest
+from ppsched.sim.engine.kv import KvPool
+from ppsched.sim.engine.state import Req
+
+RECENT = 64  # recent TTFT/TPOT/stage samples a snapshot carries
+# SGLang global_config defaults: init_new_token_ratio 0.7, min = 0.7 * 0.14, linear decay to the
+# min over 600 decode steps; after a retraction the ratio jumps to what the survivors need, with
+# retract_decode_steps = 20 tokens of headroom each.
+INIT_TOKEN_RATIO = 0.7
+MIN_TOKEN_RATIO = INIT_TOKEN_RATIO * 0.14
+TOKEN_RATIO_DECAY = (INIT_TOKEN_RATIO - MIN_TOKEN_RATIO) / 600
+RETRACT_DECODE_STEPS = 20
+
+
+QUEUE_VIEW = 256  # FCFS-oldest queued requests a snapshot lists; the totals stay exact
+
+
+class QueueView:
+    """The FCFS-oldest ``QUEUE_VIEW`` queued requests as a tuple, rebuilt only when the scheduler
+    says the head of its queue changed (queued requests' remaining tokens never change)."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.view: tuple[QueuedRequest, ...] = ()
+
+    def get(self, st: SchedState) -> tuple[QueuedRequest, ...]:
+        if self.version != st.queue_version:
+            self.view = tuple(r.queued_view() for r in islice(st.queue, QUEUE_VIEW))
+            self.version = st.queue_version
+        return self.view
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLimits:
+    """The engine's fixed settings (SGLang server arguments)."""
+
+    slots: int  # PP microbatch slots (pp_size); 1 for TP
+    tp: bool
+    max_running: int
+    per_slot_cap: int
+    mixed_chunk: bool
+    max_chunk_tokens: int
+    max_context: int
+    ds_max_consecutive: int
+    prefix_cache: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("slots", "max_running", "per_slot_cap", "max_chunk_tokens", "max_context"):
+            if getattr(self, name) < 1:
+                raise UserError(f"engine {name}={getattr(self, name)!r}: expected >= 1")
+        if self.tp and self.slots != 1:
+            raise UserError(f"a TP engine has one slot, got slots={self.slots}")
+
+
+class SchedState:
+    """Mutable: everything rank 0's scheduler reads and changes between events."""
+
+    __slots__ = ("limits", "kv", "queue", "queued_tokens", "queue_version", "queue_view",
+                 "chunked", "members", "slot_ctx", "decoding", "active", "rem_output",
+                 "new_token_ratio", "mb_count", "arrived", "arrived_tokens", "recent_ttft",
+                 "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak")
+
+    def __init__(self, limits: EngineLimits, capacity: int) -> None:
+        self.limits = limits
+        self.kv = KvPool(capacity, prefix_cache=limits.prefix_cache)
+        self.queue: deque[Req] = deque()
+        self.queued_tokens = 0  # remaining prefill tokens of the queue and the chunked request
+        self.queue_version = 0  # bumped whenever the head of the queue (the snapshot view) changes
+        self.queue_view = QueueView()
+        self.chunked: Req | None = None
+        self.members: list[list[Req]] = [[] for _ in range(limits.slots)]  # decode set per slot
+        self.slot_ctx = [0] * limits.slots  # KV tokens of each slot's decode set
+        self.decoding = 0  # requests in any decode set
+        self.active = 0  # admitted, not finished, not retracted (SGLang's running count)
+        self.rem_output = 0  # output tokens still to come from the active requests
+        self.new_token_ratio = INIT_TOKEN_RATIO
+        self.mb_count = 0
+        self.arrived = 0
+        self.arrived_tokens = 0
+        self.recent_ttft: deque[float] = deque(maxlen=RECENT)
+        self.recent_tpot: deque[float] = deque(maxlen=RECENT)
+        self.recent_stage: deque[float] = deque(maxlen=RECENT)
+        self.retractions = 0
+        self.ds_holds = 0
+        self.max_held_streak = 0
+
+    # --- queue --------------------------------------------------------------------------------
+    def set_remaining(self, req: Req, remaining: int) -> None:
+        """A queued request's prefill shrank or grew (prefix cache match): keep the sums."""
+        if remaining != req.remaining:
+            self.queued_tokens += remaining - req.remaining
+            req.remaining = remaining
+            self.queue_version += 1  # the head's view changed
+
+    # --- decode sets --------------------------------------------------------------------------
+    def grow(self, slot: int, run: list[Req]) -> None:
+        """Allocate the KV slot of this step's input token for every running decode."""
+        self.kv.allocate(len(run))
+        for req in run:
+            req.kv += 1
+        self.slot_ctx[slot] += len(run)
+
+    def retract(self, req: Req, now: float) -> None:
+        """SGLang's retract_decode: free the KV, requeue for recompute of prompt + generated."""
+        self.slot_ctx[req.slot] -= req.kv
+        self.kv.release(req, now)
+        req.remaining = req.prefill_len
+        req.retractions += 1
+        req.held_streak = 0
+        self.retractions += 1
+        self.active -= 1
+        self.rem_output -= req.output - req.generated
+        self.decoding -= 1
+        # At the head of the queue: it arrived before (almost) everything still waiting.
+        self.queue.appendleft(req)
+        self.queue_version += 1
+        self.queued_tokens += req.remaining
+
+    # --- SGLang's new_token_ratio ---------------------------------------------------------------
+    def decay_ratio(self) -> None:
+        self.new_token_ratio = max(self.new_token_ratio - TOKEN_RATIO_DECAY, MIN_TOKEN_RATIO)
+
+    def retracted_ratio(self, survivors: list[Req]) -> None:
+        total = sum(r.output for r in survivors)
+        decoded = sum(r.generated for r in survivors)
+        estimate = (decoded + RETRACT_DECODE_STEPS * len(survivors)) / total if total else 1.0
+        self.new_token_ratio = min(1.0, estimate)
+
+    def progress_mark(self) -> tuple[int, int, int]:
+        """Changes whenever an idle turn still altered the state (retractions, holds, queue)."""
+        return self.retractions, self.ds_holds, self.queue_version
