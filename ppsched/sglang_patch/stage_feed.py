@@ -93,7 +93,8 @@ def record(st, done: FinishedStage) -> None:
     st.log.count("stage_measurements")
     st.log.write("stage", iteration=stage.iteration, slot=stage.slot, mode=shape.kind,
                  batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
-                 decode_count=shape.decode_count, measured_ms=round(done.ms, 3),
+                 decode_count=shape.decode_count, decode_ctx=shape.decode_ctx_sum,
+                 prefill=[list(piece) for piece in shape.prefill], measured_ms=round(done.ms, 3),
                  predicted_ms=stage.predicted_ms, timing=done.source,
                  cuda_graph=stage.cuda_graph, padded_decode=stage.padded_decode,
                  learned=learned, **({"not_learned": refused} if refused else {}))
