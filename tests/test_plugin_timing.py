@@ -22,6 +22,7 @@ from ppsched.sglang_patch.device_timing import (
     EventTimer,
     WallTimer,
     device_type_of,
+    forward_stream_of,
     learnable,
     timer_for,
 )
@@ -235,5 +236,29 @@ def test_sources_and_device_detection():
 
     class Sched:
         device = "cuda:3"
+        enable_overlap = False
+        forward_stream = "fwd"
 
     assert device_type_of(Sched()) == "cuda"
+    assert forward_stream_of(Sched()) is None  # PP / no overlap: the current stream
+    Sched.enable_overlap = True
+    assert forward_stream_of(Sched()) == "fwd"
+
+
+def test_events_record_on_the_given_stream():
+    gpu = FakeGpu()
+    seen = []
+
+    class Event(FakeEvent):
+        def record(self, stream=None):
+            seen.append(stream)
+            super().record(stream)
+
+    module = FakeCudaModule(gpu)
+    module.Event = lambda enable_timing=False: Event(gpu)
+    timer = timer_for("cuda", module, stream="fwd")
+    timer.end(timer.begin(), None)
+    assert seen == ["fwd", "fwd"]
+    timer = timer_for("cuda", module)
+    timer.end(timer.begin(), None)
+    assert seen[2:] == ["forward-stream", "forward-stream"]

@@ -67,24 +67,27 @@ class EventTimer:
     """CUDA events around the forward, read when the GPU has passed the end event.
 
     ``device_module`` is ``torch.cuda`` (SGLang's ``Scheduler.device_module``) or a fake with
-    ``Event(enable_timing=True)`` and ``current_stream()``; events record on the current stream.
+    ``Event(enable_timing=True)`` and ``current_stream()``. Events record on ``stream`` when
+    given (the overlap scheduler launches the forward on its own ``forward_stream`` inside
+    ``run_batch``), else on the stream current at the call (PP: ``forward_stream_ctx`` is active).
     """
 
     source = CUDA_EVENT
 
-    def __init__(self, device_module) -> None:
+    def __init__(self, device_module, stream=None) -> None:
         self._dm = device_module
+        self._stream = stream
         self._pending: deque = deque()  # (start, end, payload), launch order = stream order
         self.dropped = 0  # pairs dropped because the queue overflowed (counted, logged)
 
     def begin(self):
         start = self._dm.Event(enable_timing=True)
-        start.record(self._dm.current_stream())
+        start.record(self._stream if self._stream is not None else self._dm.current_stream())
         return start
 
     def end(self, token, payload: Any) -> None:
         end = self._dm.Event(enable_timing=True)
-        end.record(self._dm.current_stream())
+        end.record(self._stream if self._stream is not None else self._dm.current_stream())
         self._pending.append((token, end, payload))
         if len(self._pending) > MAX_PENDING:
             self._pending.popleft()
@@ -110,7 +113,14 @@ def device_type_of(sched) -> str:
     return str(device).split(":", 1)[0]
 
 
-def timer_for(device_type: str, device_module=None):
+def forward_stream_of(sched):
+    """The stream ``run_batch`` launches on when it is not the current one: the overlap
+    scheduler's ``forward_stream`` (PP runs without overlap, inside ``forward_stream_ctx``)."""
+    return getattr(sched, "forward_stream", None) if getattr(sched, "enable_overlap", False) \
+        else None
+
+
+def timer_for(device_type: str, device_module=None, stream=None):
     """The timer that measures compute time on ``device_type``.
 
     CPU: wall time. CUDA: events (needs ``device_module``). Any other device: wall time under
@@ -119,5 +129,5 @@ def timer_for(device_type: str, device_module=None):
     if device_type == "cpu":
         return WallTimer(CPU_WALL)
     if device_type == "cuda" and device_module is not None and hasattr(device_module, "Event"):
-        return EventTimer(device_module)
+        return EventTimer(device_module, stream)
     return WallTimer(LAUNCH_WALL)

@@ -22,7 +22,7 @@ from ppsched.sglang_patch import holds, stage_feed
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
-from ppsched.sglang_patch.device_timing import device_type_of, timer_for
+from ppsched.sglang_patch.device_timing import device_type_of, forward_stream_of, timer_for
 from ppsched.sglang_patch.policies import build_policies, model_for, policy_context
 from ppsched.sglang_patch.serving_stack import loop_slots, read_decode_graphs
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
@@ -98,7 +98,8 @@ def _after_init_dispatcher(result, sched) -> None:
                         controller=controller, trimmer=trimmer,
                         log=DecisionLog(cfg.decision_log, rank), device_type=device_type,
                         graphs=graphs, loop_slots=slots,
-                        timer=timer_for(device_type, getattr(sched, "device_module", None)))
+                        timer=timer_for(device_type, getattr(sched, "device_module", None),
+                                        forward_stream_of(sched)))
     sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])
     STATE.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
                     controller=getattr(controller, "name", None),
