@@ -11,7 +11,7 @@ import os
 import threading
 import time
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
@@ -174,6 +174,7 @@ def test_stage_records_name_cpu_wall_and_every_decided_hold_is_accounted(plugin,
     assert stages[0] and stages[1]
     assert {r["timing"] for rank in (0, 1) for r in stages[rank]} == {"cpu-wall"}
     assert all(r["learned"] for r in stages[0] if r["mode"] != "empty")
+    print(f"stage records: rank 0 {len(stages[0])}, rank 1 {len(stages[1])}, all cpu-wall")
     if _ds_mode() == "off":
         return
     decided = {r["iteration"] for r in records
@@ -184,6 +185,9 @@ def test_stage_records_name_cpu_wall_and_every_decided_hold_is_accounted(plugin,
     assert not applied & {r["iteration"] for r in dropped[0]}
     assert [(r["iteration"], r["reason"]) for r in dropped[0]] == \
         [(r["iteration"], r["reason"]) for r in dropped[1]]
+    reasons = Counter(r["reason"] for r in dropped[0])
+    print(f"holds: decided {len(decided)}, applied {len(applied)}, dropped {len(dropped[0])} "
+          f"{dict(reasons)}")
 
 
 def test_abort_a_held_request(plugin, plugin_main):
