@@ -31,7 +31,10 @@ def settle(st, plan) -> None:
     outcome, st.hold_outcome = st.hold_outcome, None
     if msg is None or not msg.hold_rids or outcome == APPLIED:
         return
-    reason = outcome or _reason_from_batch(getattr(plan, "batch_to_run", None))
+    try:
+        reason = outcome or _reason_from_batch(getattr(plan, "batch_to_run", None))
+    except Exception as exc:  # noqa: BLE001 - accounting must never stop serving
+        reason = f"unknown ({exc!r:.200})"
     st.log.count("holds_dropped")
     st.log.write("hold_dropped", iteration=st.iteration, slot=st.slot,
                  rids=sorted(msg.hold_rids), reason=reason)
