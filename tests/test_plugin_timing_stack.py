@@ -4,6 +4,7 @@ slots (--pp-async-batch-depth), and the accounting of decided holds that did not
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -50,6 +51,15 @@ def test_recorded_sglang_configs_read_as_graphs():
     assert graphs_from_phase({"backend": "full", "max_bs": 32}) == g32
     with pytest.raises(UserError, match="neither bs nor max_bs"):
         graphs_from_phase({"backend": "full"})
+
+    @dataclass
+    class PhaseConfig:  # the fields of SGLang's cuda_graph_config.PhaseConfig that matter here
+        backend: str = "disabled"
+        max_bs: int | None = None
+        bs: list[int] | None = None
+
+    assert graphs_from_phase(PhaseConfig(**RECORDED_DECODE_PHASE["32"])) == g32
+    assert graphs_from_phase(PhaseConfig("full", 16, [1, 2, 4, 8, 12, 16, 24, 32])).cap == 16
 
 
 def test_captured_sizes_are_read_from_the_running_worker_not_guessed():
