@@ -213,3 +213,14 @@ def test_run_kit_orders_steps_and_skips_what_lost_its_input(tmp_path, monkeypatc
     assert [(r.name, r.status) for r in report.results] == [
         ("model", "fail"), ("profile", "skip"), ("event-vs-sync", "pass"), ("serve", "skip")]
     assert not report.passed
+
+
+def test_stage_forward_runs_on_cpu_torch():
+    torch = pytest.importorskip("torch")
+    from ppsched.core.models import ModelConfig
+    from ppsched.gpucheck.stage_forward import build_stage_forward
+
+    tiny = ModelConfig("tiny", hidden=64, intermediate=128, layers=2, heads=4, kv_heads=2,
+                       head_dim=16, vocab=100)
+    out = build_stage_forward(torch, tiny, layers=2, tokens=8, device="cpu")()
+    assert tuple(out.shape) == (8, 64) and bool(torch.isfinite(out).all())

@@ -262,3 +262,14 @@ def test_events_record_on_the_given_stream():
     timer = timer_for("cuda", module)
     timer.end(timer.begin(), None)
     assert seen[2:] == ["forward-stream", "forward-stream"]
+
+
+def test_events_that_never_complete_are_dropped_and_counted(make_state, monkeypatch):
+    monkeypatch.setattr("ppsched.sglang_patch.device_timing.MAX_PENDING", 2)
+    gpu = FakeGpu()
+    st = make_state("cuda", EventTimer(FakeCudaModule(gpu)))
+    for _ in range(3):  # the GPU never gets anywhere
+        hooks._around_run_batch(launching_forward(gpu, 5.0, wall_s=0), object(),
+                                FakeBatch("extend"))
+    assert st.timer.pending == 2 and st.log.counts["errors"] == 1
+    assert st.controller.seen == []

@@ -65,6 +65,11 @@ def finish(st, batch, result, token) -> None:
     except Exception as exc:  # noqa: BLE001
         _stop_measuring(st, exc)
         return
+    if getattr(st.timer, "dropped", 0):  # events never completed: say so, count each
+        st.warn_once("events-dropped", "CUDA stage events never completed; %d dropped",
+                     st.timer.dropped)
+        st.log.count("errors", st.timer.dropped)
+        st.timer.dropped = 0
     drain(st)
 
 
