@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint paper soak clean setup
+.PHONY: demo test lint paper soak clean setup gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,6 +34,13 @@ paper: $(STAMP)
 
 soak: $(STAMP)
 	$(BIN)/ppsched overload --size soak --out results/soak
+
+# The plugin on this machine's GPUs (docs/SGLANG_PLUGIN.md "GPU check kit"). GPU_PY: a Python
+# with CUDA torch, SGLang 0.5.23 and ppsched (pip install -e . --no-deps); without CUDA it says
+# so in one line and fails.
+GPU_PY ?= $(or $(PPSCHED_SGLANG_PYTHON),$(BIN)/python)
+gpu-check:
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m ppsched.cli.main gpu-check --out results/gpu-check
 
 clean:
 	rm -rf $(VENV) results/cache

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
@@ -161,6 +161,33 @@ def test_ds_holds_happen_identically_and_held_requests_finish(plugin, plugin_mai
     assert [(r["iteration"], r["slot"], r["held"]) for r in holds[0]] == \
         [(r["iteration"], r["slot"], r["held"]) for r in holds[1]]
     assert all(not r.rejected for r in plugin_main["records"])  # held ones finished too
+
+
+def test_stage_records_name_cpu_wall_and_every_decided_hold_is_accounted(plugin, plugin_main):
+    records = read_log(plugin["log"])
+    starts = by_rank(records, "start")
+    for rank in (0, 1):
+        (start,) = starts[rank]
+        assert start["device"] == "cpu" and start["timing"] == "cpu-wall"
+        assert start["loop_slots"] == 2 and start["cuda_graphs"]["enabled"] is False
+    stages = by_rank(records, "stage")
+    assert stages[0] and stages[1]
+    assert {r["timing"] for rank in (0, 1) for r in stages[rank]} == {"cpu-wall"}
+    assert all(r["learned"] for r in stages[0] if r["mode"] != "empty")
+    print(f"stage records: rank 0 {len(stages[0])}, rank 1 {len(stages[1])}, all cpu-wall")
+    if _ds_mode() == "off":
+        return
+    decided = {r["iteration"] for r in records
+               if r["kind"] == "ds_decision" and r["hold"] and r["rank"] == 0}
+    applied = {r["iteration"] for r in by_rank(records, "hold_applied")[0]}
+    dropped = by_rank(records, "hold_dropped")
+    assert decided == applied | {r["iteration"] for r in dropped[0]}
+    assert not applied & {r["iteration"] for r in dropped[0]}
+    assert [(r["iteration"], r["reason"]) for r in dropped[0]] == \
+        [(r["iteration"], r["reason"]) for r in dropped[1]]
+    reasons = Counter(r["reason"] for r in dropped[0])
+    print(f"holds: decided {len(decided)}, applied {len(applied)}, dropped {len(dropped[0])} "
+          f"{dict(reasons)}")
 
 
 def test_abort_a_held_request(plugin, plugin_main):

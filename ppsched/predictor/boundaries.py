@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ppsched.core.cuda_graphs import DecodeGraphs
 from ppsched.core.errors import UserError
 
 # A100 steps are +25-45% at 128-384 and fade to a few % beyond ~1000 tokens, where same-size
@@ -89,3 +90,22 @@ def _separated(ys: np.ndarray, gaps: list[int], margin: float) -> list[int]:
         if after >= before * (1.0 + margin):
             kept.append(i)
     return kept
+
+
+def graph_aware_boundaries(profile_boundaries: Sequence[int], graphs: DecodeGraphs
+                           ) -> tuple[int, ...]:
+    """DS's efficient decode batch sizes on a server that replays decode CUDA graphs.
+
+    Up to the graph cap a decode batch replays a captured graph padded to the next captured
+    size; graph replay time is nearly flat in the batch (memory-bound, no launch gaps), so the
+    eager profile's steps below the cap do not exist there and padding buckets are not worth a
+    hold. The cap itself is the big step (graph -> eager at cap + 1): it is a boundary. Above
+    it batches run eagerly, so the profile's boundaries above the cap stay. Graphs off → the
+    profile's boundaries unchanged.
+    """
+    found = sorted({int(b) for b in profile_boundaries})
+    if any(b <= 0 for b in found):
+        raise UserError(f"boundaries {found}: expected positive batch sizes")
+    if not graphs.enabled:
+        return tuple(found)
+    return tuple(sorted({graphs.cap, *(b for b in found if b > graphs.cap)}))

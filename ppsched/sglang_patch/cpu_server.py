@@ -33,9 +33,20 @@ def sglang_python() -> Path | None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port; inside ``PPSCHED_PORT_RANGE`` (``LO-HI``) when set (shared test machines)."""
+    lo_hi = os.environ.get("PPSCHED_PORT_RANGE", "").strip()
+    candidates = [0]
+    if lo_hi:
+        lo, _, hi = lo_hi.partition("-")
+        candidates = list(range(int(lo), int(hi) + 1, 7))  # spaced: SGLang also takes port+1..
+    for port in candidates:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise OSError(f"PPSCHED_PORT_RANGE={lo_hi!r}: no free port")
 
 
 def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:

@@ -47,7 +47,7 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
     reason = []
     if st.controller is not None and (waiting or chunked is not None):
         snap = translate.chunk_snapshot(
-            now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.pp_size,
+            now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.slots,
             waiting=waiting, chunked=chunked, slot_reqs=slot_reqs, kv_free=kv_free,
             kv_total=kv_total, clock=st.clock, recent_stage_ms=st.recent_stage_ms,
             max_chunk=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))),
@@ -67,6 +67,7 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
         hold_rids = _decide_holds(st, sched, mbs, now, kv_free, kv_total, len(waiting),
                                   sum(translate.remaining_prompt(r) for r in waiting))
         if hold_rids:
+            st.log.count("hold_decisions")  # each is applied or logged as hold_dropped
             reason.append(f"hold {len(hold_rids)}")
     if chunk is None and not hold_rids:
         return None
@@ -111,7 +112,7 @@ def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens)
         sizes.append(sum(not r.finished() for r in batch.reqs)
                      + (sum(not r.finished() for r in hb.reqs) if hb is not None else 0))
     snap = translate.decode_snapshot(
-        now_s=now, slot=st.slot, pp_size=st.pp_size, running=running, held=held,
+        now_s=now, slot=st.slot, pp_size=st.slots, running=running, held=held,
         slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=queued,
         queued_prompt_tokens=queued_tokens, clock=st.clock)
     decision = st.trimmer.select(snap)

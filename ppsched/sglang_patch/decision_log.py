@@ -16,7 +16,7 @@ from collections import Counter
 logger = logging.getLogger("ppsched.sglang_patch")
 
 COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
-            "fallbacks", "errors")
+            "fallbacks", "errors", "hold_decisions", "holds_dropped", "stage_refused")
 
 
 def _clean(value):

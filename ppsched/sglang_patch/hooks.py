@@ -8,7 +8,8 @@ Flow per microbatch turn (every PP rank runs the same loop in lockstep):
   get_next_batch_to_run (AROUND): merge this slot's held requests back first.
   get_new_batch_prefill (AROUND): use the decided chunk as ``chunked_prefill_size``.
   update_running_batch (AROUND): split the decided held set off (KV kept), decode the rest.
-  run_batch (AROUND): time the stage, feed the controller (rank 0), log.
+  run_batch (AROUND): time the stage on its device (stage_feed.py); stages are logged and fed
+    to the controller (rank 0) when their timing is ready, possibly a few turns later.
   _collect_inflight_batches / _pp_microbatches_drained (AFTER): held requests count as in flight.
 """
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 import logging
 
 from ppsched.core.errors import UserError
-from ppsched.core.snapshots import StageMeasurement
-from ppsched.sglang_patch import translate
+from ppsched.sglang_patch import holds, stage_feed
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
+from ppsched.sglang_patch.device_timing import device_type_of, forward_stream_of, timer_for
 from ppsched.sglang_patch.policies import build_policies, model_for, policy_context
+from ppsched.sglang_patch.serving_stack import loop_slots, read_decode_graphs
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
 
 logger = logging.getLogger("ppsched.sglang_patch")
@@ -80,21 +82,31 @@ def _after_init_dispatcher(result, sched) -> None:
                             "slots of the PP loop); set PPSCHED_DS=off")
         model = model_for(cfg, getattr(args, "model_path", None),
                           getattr(args, "context_length", None))
-        ctx = policy_context(cfg, model, int(par.pp_size), int(par.tp_size), launch_chunk)
+        device_type = device_type_of(sched)
+        graphs, graphs_from = read_decode_graphs(sched, device_type)
+        slots = loop_slots(int(par.pp_size), int(getattr(par, "pp_async_batch_depth", 0) or 0))
+        ctx = policy_context(cfg, model, int(par.pp_size), int(par.tp_size), launch_chunk,
+                             graphs)
         # Only rank 0 decides; the other ranks build the policies too so a bad setting fails
         # the same way everywhere.
-        controller, trimmer = build_policies(cfg, ctx)
+        controller, trimmer = build_policies(cfg, ctx, slots)
     except Exception as exc:  # noqa: BLE001 - whatever goes wrong here, SGLang must start stock
         logger.error("ppsched: plugin refuses to enable on PP rank %d: %s; SGLang runs stock",
                      rank, exc)
         return None
     STATE = PluginState(cfg=cfg, rank=rank, pp_size=int(par.pp_size), launch_chunk=launch_chunk,
                         controller=controller, trimmer=trimmer,
-                        log=DecisionLog(cfg.decision_log, rank))
+                        log=DecisionLog(cfg.decision_log, rank), device_type=device_type,
+                        graphs=graphs, loop_slots=slots,
+                        timer=timer_for(device_type, getattr(sched, "device_module", None),
+                                        forward_stream_of(sched)))
     sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])
     STATE.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
                     controller=getattr(controller, "name", None),
-                    trimmer=getattr(trimmer, "name", None), pp_size=STATE.pp_size)
+                    trimmer=getattr(trimmer, "name", None), pp_size=STATE.pp_size,
+                    loop_slots=slots, device=device_type, timing=STATE.timer.source,
+                    cuda_graphs=graphs.describe(), cuda_graphs_from=graphs_from,
+                    ds_boundaries=list(ctx.boundaries) if ctx.boundaries else None)
     logger.info("ppsched: plugin enabled on PP rank %d: chunk=%s ds=%s launch_chunk=%d",
                 rank, cfg.chunk, cfg.ds, launch_chunk)
     STATE.sched = sched
@@ -124,8 +136,10 @@ def _on_decision(msg: PpschedDecision) -> None:
 def _around_ingest(orig, sched, *args, **kwargs):
     st = STATE
     if st is not None:
+        stage_feed.drain(st)  # stages the device finished since the last turn
         st.iteration += 1
         st.pending = None
+        st.hold_outcome = None
         mbs = getattr(sched, "running_mbs", None)
         if mbs:
             slot = st.iteration % len(mbs)
@@ -172,7 +186,10 @@ def _around_next_batch(orig, sched, *args, **kwargs):
                     args = (running, *args[1:])
         except Exception as exc:  # noqa: BLE001
             st.fail("merge held requests", exc)
-    return orig(sched, *args, **kwargs)
+    plan = orig(sched, *args, **kwargs)
+    if st is not None:
+        holds.settle(st, plan)  # a decided hold that did not apply is logged with why
+    return plan
 
 
 def _align_for_merge(running, held) -> None:
@@ -207,7 +224,10 @@ def _around_prefill(orig, sched, running_batch, *args, **kwargs):
 def _around_decode(orig, sched, batch, *args, **kwargs):
     st = STATE
     msg = st.pending if st is not None else None
-    if msg is None or not msg.hold_rids or not st.active or st.slot in st.held:
+    if msg is None or not msg.hold_rids:
+        return orig(sched, batch, *args, **kwargs)
+    if not st.active or st.slot in st.held:
+        holds.note(st, "inactive" if not st.active else "slot-already-held")
         return orig(sched, batch, *args, **kwargs)
     try:
         wanted = set(msg.hold_rids)
@@ -220,6 +240,8 @@ def _around_decode(orig, sched, batch, *args, **kwargs):
             else:
                 keep_idx.append(i)
         live_kept = [i for i in keep_idx if not batch.reqs[i].finished()]
+        holds.note(st, holds.APPLIED if hold_idx and live_kept
+                   else "would-hold-all" if hold_idx else "none-live")
         if hold_idx and live_kept:  # never hold all of a slot's requests
             held_reqs = [batch.reqs[i] for i in hold_idx]
             held = sched._build_hisparse_decode_batch(held_reqs)
@@ -249,41 +271,16 @@ def _around_decode(orig, sched, batch, *args, **kwargs):
     return orig(sched, batch, *args, **kwargs)
 
 
-# ---- measuring ----------------------------------------------------------------------------
+# ---- measuring (stage_feed.py: device-true timing, read when ready) -----------------------
 
 def _around_run_batch(orig, sched, batch, *args, **kwargs):
     st = STATE
     if st is None:
         return orig(sched, batch, *args, **kwargs)
-    import time
-
-    start = time.perf_counter()
+    token = stage_feed.launch(st)
     result = orig(sched, batch, *args, **kwargs)
-    elapsed_ms = 1000.0 * (time.perf_counter() - start)
-    try:
-        _record_stage(st, sched, batch, elapsed_ms)
-    except Exception as exc:  # noqa: BLE001 - measuring must never stop serving
-        st.warn_once("stage", "stage measurement failed (measuring stops): %r", exc)
-        st.log.count("errors")
+    stage_feed.finish(st, batch, result, token)
     return result
-
-
-def _record_stage(st: PluginState, sched, batch, elapsed_ms: float) -> None:
-    mode = batch.forward_mode
-    is_decode = bool(mode is not None and mode.is_decode())
-    n_mixed = len(batch.decoding_reqs or ()) if mode is not None and mode.is_mixed() else 0
-    seq = batch.seq_lens_cpu.tolist() if batch.seq_lens_cpu is not None else None
-    shape = translate.batch_shape(is_decode, batch.prefix_lens, batch.extend_lens, seq, n_mixed)
-    # CPU forward is synchronous; on CUDA this is launch-to-return time (documented).
-    st.log.count("stage_measurements")
-    msg = st.pending
-    st.log.write("stage", iteration=st.iteration, slot=st.slot, mode=shape.kind,
-                 batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
-                 decode_count=shape.decode_count, measured_ms=round(elapsed_ms, 3),
-                 predicted_ms=msg.predicted_stage_ms if msg is not None else None)
-    if st.rank == 0 and st.controller is not None and st.active and shape.kind != "empty":
-        st.recent_stage_ms.append(elapsed_ms)
-        st.controller.observe(StageMeasurement(st.now(), st.slot, 0, shape, elapsed_ms))
 
 
 # ---- held requests count as in flight -----------------------------------------------------

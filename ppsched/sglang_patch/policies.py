@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from pathlib import Path
 
+from ppsched.core.cuda_graphs import DecodeGraphs
 from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig, load_model_config
 from ppsched.core.policy import ChunkController, DecodeTrimmer
@@ -35,28 +37,44 @@ def model_for(cfg: PluginConfig, model_path: str | None, context_length: int | N
                         "PPSCHED_MODEL to a built-in name or an HF config.json path")
     model = load_model_config(name)
     if context_length:  # the server's --context-length wins over max_position_embeddings
-        from dataclasses import replace
         model = replace(model, max_context=int(context_length))
     return model
 
 
 def policy_context(cfg: PluginConfig, model: ModelConfig, pp_size: int, tp_size: int,
-                   launch_chunk: int) -> PolicyContext:
+                   launch_chunk: int, graphs: DecodeGraphs | None = None) -> PolicyContext:
+    """``pp_size`` is the true PP degree (layers per stage). With decode CUDA graphs and DS on,
+    DS's boundaries are the graph-aware ones (the cap, then the profile's above it) unless the
+    user gave PPSCHED_BOUNDARIES/PPSCHED_BOUNDARY_UNIT (the user's choice wins)."""
     max_chunk = max(cfg.candidates) if cfg.candidates else launch_chunk
-    return PolicyContext(pp_size=pp_size, slo=cfg.slo, model=model, hardware=cfg.hardware,
-                         tp_size=tp_size, max_chunk_tokens=max_chunk, profile_path=cfg.profile,
-                         boundaries=cfg.boundaries)
+    ctx = PolicyContext(pp_size=pp_size, slo=cfg.slo, model=model, hardware=cfg.hardware,
+                        tp_size=tp_size, max_chunk_tokens=max_chunk, profile_path=cfg.profile,
+                        boundaries=cfg.boundaries)
+    if graphs is not None and graphs.enabled and cfg.boundaries is None and cfg.ds != "off":
+        from ppsched.delay_sched.sources import resolve_boundaries
+        from ppsched.predictor.boundaries import graph_aware_boundaries
+        try:
+            profiled = resolve_boundaries(ctx)
+        except UserError:  # a profile without steps: the graph cap alone is still one
+            profiled = ()
+        ctx = replace(ctx, boundaries=graph_aware_boundaries(profiled, graphs))
+    return ctx
 
 
-def build_policies(cfg: PluginConfig, ctx: PolicyContext
+def build_policies(cfg: PluginConfig, ctx: PolicyContext, slots: int | None = None
                    ) -> tuple[ChunkController | None, DecodeTrimmer | None]:
+    """``slots``: the PP loop's microbatch slots (pp_size + --pp-async-batch-depth). A request
+    decodes once per loop, so chunk controllers get it as their period (``pp_size`` of their
+    context) while ALP keeps the true PP degree for its per-stage profile."""
     chunk: ChunkController | None = None
+    chunk_ctx = ctx if slots in (None, ctx.pp_size) else replace(ctx, pp_size=slots)
     if cfg.chunk is not None:
         if cfg.chunk.startswith("py:"):
-            chunk = load_factory(cfg.chunk, "PPSCHED_CHUNK")(ctx)
+            chunk = load_factory(cfg.chunk, "PPSCHED_CHUNK")(chunk_ctx)
         else:
-            from ppsched.dcp.registry import build_chunk_controller
-            chunk = build_chunk_controller(cfg.chunk, ctx)
+            from ppsched.dcp.registry import build_chunk_controller, default_predictor
+            predictor = default_predictor(ctx) if cfg.chunk.startswith("predictive") else None
+            chunk = build_chunk_controller(cfg.chunk, chunk_ctx, predictor=predictor)
     trimmer: DecodeTrimmer | None = None
     if cfg.ds.startswith("py:"):
         trimmer = load_factory(cfg.ds, "PPSCHED_DS")(ctx, cfg.ds_max_consecutive)

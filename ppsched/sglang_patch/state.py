@@ -7,6 +7,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from ppsched.core.cuda_graphs import DecodeGraphs
 from ppsched.core.policy import ChunkController, DecodeTrimmer
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decision_log import DecisionLog
@@ -47,12 +48,23 @@ class PluginState:
     iteration: int = -1  # ingest calls so far - 1 (one per microbatch turn)
     slot: int = 0
     pending: PpschedDecision | None = None
+    hold_outcome: str | None = None  # this turn's decided hold: "applied" or why not (holds.py)
     held: dict = field(default_factory=dict)  # slot -> ScheduleBatch of held requests
     clock: RequestClock = field(default_factory=RequestClock)
     recent_stage_ms: deque = field(default_factory=lambda: deque(maxlen=RECENT))
-    inflight_timers: deque = field(default_factory=deque)  # CUDA events awaiting completion
+    # Stage timing (device_timing.py): the timer (None: measuring off or failed), the device
+    # type its sources are judged against, and the decode CUDA graphs SGLang captured.
+    timer: object = None
+    device_type: str = "cpu"
+    graphs: DecodeGraphs = field(default_factory=DecodeGraphs.disabled)
+    loop_slots: int = 0  # microbatch slots of the PP loop (pp_size + async depth); 0: pp_size
     logged_once: set = field(default_factory=set)
     sched: object = None  # the Scheduler this process runs
+
+    @property
+    def slots(self) -> int:
+        """Microbatch slots of the PP loop: what snapshots call ``pp_size``."""
+        return self.loop_slots or self.pp_size
 
     def now(self) -> float:
         return time.perf_counter() - self.t0

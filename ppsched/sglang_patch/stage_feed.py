@@ -1,0 +1,115 @@
+"""Stage measurements: launch → (device) finish → decision log + the controller (no sglang imports).
+
+The run_batch hook calls ``launch`` before the forward and ``finish`` after it returns;
+``drain`` (also called once per turn) writes every stage whose timing is ready. Only a source
+that is compute time on this device (``device_timing.learnable``) reaches ``controller.observe``;
+a refused source is logged with ``learned: false`` and why, and counted.
+
+A decode batch that replayed a CUDA graph is logged and counted but not taught to ALP: the
+chunk controller only predicts stages that carry a prefill chunk, which SGLang always runs eagerly
+(EXTEND forward), and ALP's offline term is an eager profile; a graph replay has no kernel-launch
+gaps and a padded batch, a different staircase that would bias the eager model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.snapshots import StageMeasurement
+from ppsched.sglang_patch import translate
+from ppsched.sglang_patch.device_timing import FinishedStage, learnable
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchedStage:
+    """What a stage record needs, captured when the forward was launched."""
+
+    iteration: int
+    slot: int
+    shape: BatchShape
+    predicted_ms: float | None
+    cuda_graph: bool  # the forward replayed a decode CUDA graph (SGLang's can_run_cuda_graph)
+    padded_decode: int  # requests the graph computed (the captured size >= decode_count)
+
+
+def launched_stage(st, batch, result) -> LaunchedStage:
+    mode = batch.forward_mode
+    is_decode = bool(mode is not None and mode.is_decode())
+    n_mixed = len(batch.decoding_reqs or ()) if mode is not None and mode.is_mixed() else 0
+    seq = batch.seq_lens_cpu.tolist() if batch.seq_lens_cpu is not None else None
+    shape = translate.batch_shape(is_decode, batch.prefix_lens, batch.extend_lens, seq, n_mixed)
+    graph = bool(getattr(result, "can_run_cuda_graph", False)) and is_decode
+    padded = st.graphs.padded(shape.decode_count) if graph else shape.decode_count
+    msg = st.pending
+    return LaunchedStage(st.iteration, st.slot, shape,
+                         msg.predicted_stage_ms if msg is not None else None, graph, padded)
+
+
+def launch(st):
+    """The timer's start token, or None when measuring is off or failed."""
+    if st.timer is None:
+        return None
+    try:
+        return st.timer.begin()
+    except Exception as exc:  # noqa: BLE001 - measuring must never stop serving
+        _stop_measuring(st, exc)
+        return None
+
+
+def finish(st, batch, result, token) -> None:
+    if token is None or st.timer is None:
+        return
+    try:
+        st.timer.end(token, launched_stage(st, batch, result))
+    except Exception as exc:  # noqa: BLE001
+        _stop_measuring(st, exc)
+        return
+    if getattr(st.timer, "dropped", 0):  # events never completed: say so, count each
+        st.warn_once("events-dropped", "CUDA stage events never completed; %d dropped",
+                     st.timer.dropped)
+        st.log.count("errors", st.timer.dropped)
+        st.timer.dropped = 0
+    drain(st)
+
+
+def drain(st) -> None:
+    """Record every stage whose time is known by now (never waits for the device)."""
+    if st.timer is None:
+        return
+    try:
+        for done in st.timer.poll():
+            record(st, done)
+    except Exception as exc:  # noqa: BLE001
+        _stop_measuring(st, exc)
+
+
+def record(st, done: FinishedStage) -> None:
+    stage: LaunchedStage = done.payload
+    shape = stage.shape
+    refused = None
+    if not learnable(done.source, st.device_type):
+        refused = f"{done.source} is not compute time on {st.device_type}"
+        st.log.count("stage_refused")
+    elif stage.cuda_graph:
+        refused = "cuda-graph replay (ALP models eager stages)"
+    learned = refused is None and shape.kind != "empty" and st.rank == 0 \
+        and st.controller is not None and st.active
+    st.log.count("stage_measurements")
+    st.log.write("stage", iteration=stage.iteration, slot=stage.slot, mode=shape.kind,
+                 batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
+                 decode_count=shape.decode_count, decode_ctx=shape.decode_ctx_sum,
+                 prefill=[list(piece) for piece in shape.prefill], measured_ms=round(done.ms, 3),
+                 predicted_ms=stage.predicted_ms, timing=done.source,
+                 cuda_graph=stage.cuda_graph, padded_decode=stage.padded_decode,
+                 learned=learned, **({"not_learned": refused} if refused else {}))
+    if learnable(done.source, st.device_type):
+        st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
+    if learned:
+        st.controller.observe(StageMeasurement(st.now(), stage.slot, 0, shape, done.ms))
+
+
+def _stop_measuring(st, exc: BaseException) -> None:
+    st.warn_once("stage", "stage measurement failed (measuring stops): %r", exc)
+    st.log.count("errors")
+    st.timer = None
