@@ -1,4 +1,4 @@
-"""The user's candidates are the candidates: every controller picks only among exactly those sizes."""
+"""The user's candidates are the candidates: each controller picks only among those sizes."""
 
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ from ppsched.dcp.signals import usable_candidates
 SMALL = (16, 32, 64, 128)
 ODD = (100, 300, 1000, 1500)  # no 128 grid anywhere
 MODEL = BUILTIN_MODELS["qwen2.5-32b"]
+LOOSE = Slo(2000.0, 200.0)
 
 
-def ctx(cands: tuple[int, ...], slo: Slo = Slo(2000.0, 200.0)) -> PolicyContext:
+def ctx(cands: tuple[int, ...], slo: Slo = LOOSE) -> PolicyContext:
     return PolicyContext(pp_size=4, slo=slo, model=MODEL, chunk_candidates=cands)
 
 
-def build(spec: str, cands: tuple[int, ...], slo: Slo = Slo(2000.0, 200.0)):
+def build(spec: str, cands: tuple[int, ...], slo: Slo = LOOSE):
     def timer(n: int) -> float:  # a convex prefill time: SGLang's fit accepts it
         return 1e-6 * n * n + 0.03 * n + 4.0
 
