@@ -45,7 +45,7 @@ def policy_context(cfg: PluginConfig, model: ModelConfig, pp_size: int, tp_size:
     max_chunk = max(cfg.candidates) if cfg.candidates else launch_chunk
     return PolicyContext(pp_size=pp_size, slo=cfg.slo, model=model, hardware=cfg.hardware,
                          tp_size=tp_size, max_chunk_tokens=max_chunk, profile_path=cfg.profile,
-                         boundaries=cfg.boundaries)
+                         boundaries=cfg.boundaries, chunk_candidates=cfg.candidates)
 
 
 def build_policies(cfg: PluginConfig, ctx: PolicyContext
