@@ -277,10 +277,15 @@ def _record_stage(st: PluginState, sched, batch, elapsed_ms: float) -> None:
     # CPU forward is synchronous; on CUDA this is launch-to-return time (documented).
     st.log.count("stage_measurements")
     msg = st.pending
+    # ALP's prediction of this very batch, before it learns from it (rank 0: the controller)
+    predictor = getattr(st.controller, "predictor", None) if st.rank == 0 else None
+    alp_ms = round(predictor.predict(shape), 3) \
+        if predictor is not None and shape.kind != "empty" else None
     st.log.write("stage", iteration=st.iteration, slot=st.slot, mode=shape.kind,
                  batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
                  decode_count=shape.decode_count, measured_ms=round(elapsed_ms, 3),
-                 predicted_ms=msg.predicted_stage_ms if msg is not None else None)
+                 predicted_ms=msg.predicted_stage_ms if msg is not None else None,
+                 alp_ms=alp_ms)
     if st.rank == 0 and st.controller is not None and st.active and shape.kind != "empty":
         st.recent_stage_ms.append(elapsed_ms)
         st.controller.observe(StageMeasurement(st.now(), st.slot, 0, shape, elapsed_ms))
