@@ -139,24 +139,42 @@ def test_no_request_failed(loose, tight):
     assert loose.failed == 0 and tight.failed == 0
 
 
-@pytest.mark.parametrize("which", ["loose", "tight"])
-def test_alp_learns_the_server_from_the_a100_profile(loose, tight, which):
-    run = {"loose": loose, "tight": tight}[which]
+def report(run: Run, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Print the error-vs-iterations curve; (APE, reference APE, ALP/measured) after warm-up."""
     stages = run.stages()
     assert len(stages) > 2 * WARMUP, f"only {len(stages)} stage iterations; workload too small"
-    alp = [ape(r["alp_ms"], r["measured_ms"]) for r in stages][WARMUP:]
-    ref = hindsight_reference(stages)[WARMUP:]
+    alp = np.array([ape(r["alp_ms"], r["measured_ms"]) for r in stages][WARMUP:])
+    ref = np.array(hindsight_reference(stages)[WARMUP:])
+    ratio = np.array([r["alp_ms"] / r["measured_ms"] for r in stages][WARMUP:])
     first = stages[0]
     print(f"\n{which} (TPOT SLO {run.tpot_slo_ms:.0f} ms): first stage measured "
           f"{first['measured_ms']:.1f} ms, ALP {first['alp_ms']:.3f} ms (the A100 profile)")
     for i, a, r in curve(run):
         print(f"  iterations {i:4d}+: ALP MAPE {a:7.1f}%   hindsight per-shape median {r:6.1f}%")
-    print(f"  after {WARMUP}: ALP MAPE {np.mean(alp):.1f}% (median APE {np.median(alp):.1f}%), "
-          f"hindsight reference {np.mean(ref):.1f}%, n={len(alp)}")
-    # 15% where the box's stage times repeat; on a contended box (the shared 2-core dev box
-    # under other engineers' load) the measurements themselves scatter by tens of percent,
-    # which no predictor can beat: then within 15 points of the hindsight reference.
-    assert np.mean(alp) <= 15.0 + np.mean(ref)
+    print(f"  after {WARMUP}: ALP MAPE {alp.mean():.1f}% (median APE {np.median(alp):.1f}%, "
+          f"median ALP/measured {np.median(ratio):.2f}), hindsight reference {ref.mean():.1f}%, "
+          f"n={len(alp)}")
+    return alp, ref, ratio
+
+
+@pytest.mark.parametrize("which", ["loose", "tight"])
+def test_alp_level_matches_the_server(loose, tight, which):
+    # The A100 profile starts ~10^4x off this CPU server (first line printed). Stuck on a
+    # profile, ALP was 2.8x / 0.33x off (issue 18); learned, its median ratio to the measured
+    # stage is near 1 even where the stage times themselves scatter.
+    _, _, ratio = report({"loose": loose, "tight": tight}[which], which)
+    assert 1 / 1.5 <= np.median(ratio) <= 1.5
+
+
+@pytest.mark.parametrize("which", ["loose", "tight"])
+def test_alp_mape_after_warmup(loose, tight, which):
+    alp, ref, _ = report({"loose": loose, "tight": tight}[which], which)
+    if ref.mean() > 15.0:
+        # The shared 2-core dev box under other engineers' load: identical batches differ by
+        # more than 15% on average, which no predictor can beat. Not a pass.
+        pytest.skip(f"stage times do not repeat on this box (hindsight per-shape median "
+                    f"{ref.mean():.0f}% MAPE; ALP {alp.mean():.0f}%): needs a quiet machine")
+    assert alp.mean() <= 15.0
 
 
 def test_tight_tpot_slo_makes_predictive_choose_smaller_chunks(loose, tight):
