@@ -103,7 +103,37 @@ def test_online_linear_correction_learns_a_slower_gpu():
                 errs[name].append(abs(alp.predict(shape) - truth) / truth)
             alp.update(shape, truth)
     assert sum(errs["corrected"]) < 0.5 * sum(errs["plain"])
-    assert corrected.weights[4] == pytest.approx(30.0, rel=0.1)  # 0.3 * LINEAR_SCALE
+    # the linear term's total factor (device scale x linear correction) is the GPU's 1.3
+    assert corrected.scale * (1 + corrected.weights[4] / 100) == pytest.approx(1.3, rel=0.05)
+
+
+@pytest.mark.parametrize(("factor", "mape"), [(0.1, 0.02), (10.0, 0.02), (0.03, 0.05),
+                                              (30.0, 0.05)])
+def test_a_profile_off_by_up_to_30x_is_unlearned(factor, mape):
+    # The server is PROFILE's device (plus attention); ALP is given a profile for hardware
+    # `factor` times slower. Before the device scale, x10 stayed ~85% off for good: the
+    # residual clip and the linear correction's prior held the offline profile.
+    rng = random.Random(6)
+    true_w = (3.0, 5.0, 4.0, 20.0)
+    alp = ALPredictor(PROFILE.scaled(factor))
+    errs = []
+    for i in range(600):
+        shape = random_shape(rng)
+        truth = synthetic_ms(shape, true_w) * (1 + rng.gauss(0, 0.01))
+        if i >= 100:  # profile eval's default warm-up
+            errs.append(abs(alp.predict(shape) - truth) / truth)
+        alp.update(shape, truth)
+    assert sum(errs) / len(errs) < mape  # the right profile: 0.5%
+    assert alp.scale * (1 + alp.weights[4] / 100) == pytest.approx(1 / factor, rel=0.1)
+
+
+def test_paper_variant_has_no_device_scale():
+    rng = random.Random(7)
+    alp = paper4()
+    for _ in range(50):
+        shape = random_shape(rng)
+        alp.update(shape, 3 * synthetic_ms(shape, (1.0, 2.0, 3.0, 4.0)))
+    assert alp.scale == 1.0 and alp.scale_updates == 0
 
 
 def test_online_linear_correction_is_the_default():
@@ -163,6 +193,10 @@ def test_json_round_trip_and_size():
     shape = random_shape(rng)
     assert back.predict(shape) == alp.predict(shape)
     assert back.cov == alp.cov and back.updates == alp.updates
+    assert back.scale == alp.scale != 1.0 and back.scale_updates == alp.scale_updates == 50
+    old = json.loads(text)  # a state saved before the device scale existed
+    del old["scale"], old["scale_updates"]
+    assert ALPredictor.from_json(json.dumps(old)).scale == 1.0
     assert alp.size_bytes() == len(text.encode())
     assert alp.predict_many([shape, shape]) == [alp.predict(shape)] * 2
 
@@ -173,6 +207,10 @@ def test_bad_state_and_parameters_are_user_errors():
     state = json.loads(paper4().to_json())
     state["weights"] = [1.0]
     with pytest.raises(UserError, match="expected 4 weights"):
+        ALPredictor.from_json(json.dumps(state))
+    state = json.loads(ALPredictor(PROFILE).to_json())
+    state["scale"] = -2.0
+    with pytest.raises(UserError, match="scale=-2.0"):
         ALPredictor.from_json(json.dumps(state))
     with pytest.raises(UserError, match="forgetting"):
         ALPredictor(PROFILE, forgetting=1.5)

@@ -93,3 +93,35 @@ def test_wide_data_after_narrow_data_is_learned(setup):
     for _ in range(1500):
         train(alp, cost, rng, 1, chunk=rng.choice((256, 512, 1024, 2048)))
     assert all(abs(v) < 0.05 for v in rel_errors(alp, cost, (512, 1024, 2048)).values())
+
+
+@pytest.mark.parametrize("factor", [0.1, 10.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_profile_off_by_10x_is_unlearned_and_still_extrapolates(setup, factor, seed):
+    # A profile for hardware 10x faster/slower than the server, small chunks (64-256 tokens,
+    # two staircase bands: enough to tell a device scale from an offset). Before the device
+    # scale the x10 profile stayed ~10x off; now the large chunks are as good as with the right
+    # profile. With one band only (128-token chunks alone) a level and an offset look the
+    # same: docs/PREDICTOR.md (x10 then +37% at 2048 tokens, beyond this tolerance).
+    cost, profile = setup
+    alp = ALPredictor(profile.scaled(factor))
+    rng = random.Random(seed)
+    for _ in range(3000):
+        shape = narrow_shape(rng, rng.choice((64, 128, 256)))
+        alp.update(shape, cost.stage_ms(0, shape))
+    errs = rel_errors(alp, cost, (128, 512, 1024, 2048))
+    bad = {k: f"{v:+.0%}" for k, v in errs.items() if abs(v) > TOLERANCE}
+    assert not bad, f"(chunk, prefix) -> error beyond {TOLERANCE:.0%}: {bad}"
+
+
+def test_one_band_data_do_not_keep_a_slower_devices_profile(setup):
+    # Only 128-token chunks and small decode batches: a level and an offset fit alike. Without
+    # the bias's one-sided anchor the x10 profile was kept behind a negative bias and a
+    # 2048-token prefill was predicted +676%; now +37% (docs/PREDICTOR.md). The bound, 50%,
+    # only tells the two apart: one-band data cannot do better.
+    cost, profile = setup
+    alp = ALPredictor(profile.scaled(10.0))
+    train(alp, cost, random.Random(0), 3000)
+    errs = rel_errors(alp, cost, (2048,))
+    assert all(abs(v) < 0.5 for v in errs.values()), errs
+    assert alp.weights[3] > -100.0  # no large negative offset left holding the profile

@@ -146,3 +146,14 @@ def test_profile_without_steps_is_linear(tmp_path):
     prof = fit_profile(path, QWEN32, layers=16)
     assert prof.boundaries == () and prof.staircase == ()
     assert prof.variant == "linear" and prof.fit_mape < 1.0
+
+
+def test_scaled_profile_multiplies_every_time():
+    base = default_profile(BUILTIN_MODELS["qwen2.5-32b"], pp_size=4)
+    tenfold = base.scaled(10)
+    for tokens in (1, 100, 128, 300, 2048):
+        assert tenfold.linear_ms(tokens) == pytest.approx(10 * base.linear_ms(tokens))
+    assert tenfold.boundaries == base.boundaries and tenfold.variant == base.variant
+    for bad in (0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(UserError, match="scale factor"):
+            base.scaled(bad)

@@ -155,3 +155,28 @@ def test_eval_on_the_simulator_json(capsys):
     assert 0 < report["mape"] < 50
     assert main(["profile", "eval", "--workload", "azure-conv", "--rate", "2",
                  "--num-requests", "5", "--warmup-iterations", "100000"]) == 2
+
+
+@pytest.mark.parametrize("factor", ["0.1", "10"])
+def test_scaled_profile_is_unlearned_in_eval(tmp_path, capsys, factor):
+    """Issue 18's acceptance, at its size: an offline profile 10x off is unlearned within the
+    default warm-up (before the device scale: 6.0% / 85% MAPE)."""
+    out = tmp_path / "p.json"
+    assert main(["profile", "scale", "--factor", factor, "--out", str(out)]) == 0
+    scaled = LinearProfile.from_json(out)
+    assert scaled.source.endswith(f"x{factor}") and scaled.layers == 16
+    capsys.readouterr()
+    rc = main(["profile", "eval", "--workload", "azure-conv", "--rate", "3", "--num-requests",
+               "600", "--profile", str(out), "--json"])
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["warmup_iterations"] == 100 and report["mape"] <= 5.0
+
+
+def test_scale_bad_inputs_exit_2(tmp_path, capsys):
+    out = str(tmp_path / "p.json")
+    assert main(["profile", "scale", "--factor", "0", "--out", out]) == 2
+    assert "factor 0.0" in capsys.readouterr().err
+    assert main(["profile", "scale", "--factor", "2", "--out", out, "--pp-size", "0"]) == 2
+    assert main(["profile", "scale", "--factor", "2", "--out", out,
+                 "--profile", str(tmp_path / "missing.json")]) == 2

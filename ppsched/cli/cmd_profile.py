@@ -1,4 +1,4 @@
-"""`ppsched profile fit|collect|eval`: the offline latency profile and ALP's accuracy."""
+"""`ppsched profile fit|collect|scale|eval`: the offline latency profile and ALP's accuracy."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=3, help="untimed runs before timing")
     p.set_defaults(handler=cmd_collect)
 
+    p = sub.add_parser("scale", help="write a profile with every time multiplied by --factor")
+    p.add_argument("--factor", type=float, required=True,
+                   help="e.g. 10: a profile 10x too slow for the device (ALP must unlearn it)")
+    p.add_argument("--out", required=True, help="profile JSON to write")
+    p.add_argument("--profile", default=None,
+                   help="profile JSON to scale (default: the built-in one for --model/--pp-size)")
+    p.add_argument("--model", default="qwen2.5-32b", help="built-in name or HF config.json")
+    p.add_argument("--pp-size", type=int, default=4)
+    p.add_argument("--tp", type=int, default=1)
+    p.set_defaults(handler=cmd_scale)
+
     p = sub.add_parser("eval", help="ALP MAPE vs simulated stage latency over a whole run")
     from ppsched.traces.cli_args import add_workload_args
 
@@ -75,11 +86,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                           layers=math.ceil(model.layers / args.pp_size), **extra)
     text = profile.to_json()
     if args.out:
-        try:
-            with open(args.out, "w") as fh:
-                fh.write(text + "\n")
-        except OSError as exc:
-            raise UserError(f"--out {args.out!r} could not be written: {exc}") from exc
+        _write(args.out, text)
     if args.json:
         print(text)
     else:
@@ -91,6 +98,32 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"  boundaries: {list(profile.boundaries)}")
         if args.out:
             print(f"  wrote {args.out}")
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as fh:
+            fh.write(text + "\n")
+    except OSError as exc:
+        raise UserError(f"--out {path!r} could not be written: {exc}") from exc
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    from ppsched.core.models import load_model_config
+    from ppsched.predictor.profile import LinearProfile, default_profile
+
+    if args.profile:
+        profile = LinearProfile.from_json(args.profile)
+    else:
+        _check_positive("tp", args.tp)
+        _check_positive("pp-size", args.pp_size)
+        profile = default_profile(load_model_config(args.model), pp_size=args.pp_size,
+                                  tp=args.tp)
+    scaled = profile.scaled(args.factor)
+    _write(args.out, scaled.to_json())
+    print(f"wrote {args.out}: {scaled.source} ({scaled.layers} layers, linear "
+          f"{scaled.alpha0:.5f} ms/token + {scaled.alpha1:.3f} ms)")
     return 0
 
 

@@ -24,9 +24,16 @@ class PolicyContext:
     # the engine's decode CUDA graphs (cap, padded sizes): boundary detection reads the same
     # staircase the engine runs; None: unknown (a live engine that did not say)
     decode_graphs: DecodeGraphs | None = None
+    # the chunk sizes the user allows (any positive ints); None: the controller's default grid
+    chunk_candidates: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.pp_size < 1:
             raise UserError(f"pp_size={self.pp_size}: expected >= 1")
         if self.max_chunk_tokens <= 0:
             raise UserError(f"max_chunk_tokens={self.max_chunk_tokens}: expected > 0")
+        cands = self.chunk_candidates
+        if cands is not None and (not cands or any(
+                not isinstance(c, int) or isinstance(c, bool) or c <= 0 for c in cands)):
+            raise UserError(f"chunk candidates {cands!r}: expected a non-empty list of positive "
+                            "integers (token counts)")

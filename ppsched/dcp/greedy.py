@@ -26,14 +26,14 @@ from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
 from ppsched.dcp.signals import (
     PAPER_KV_WATERMARK,
-    PAPER_MAX,
     PAPER_STEP,
-    candidate_grid,
+    check_candidates,
     finite_or,
     kv_pressure,
     percentile,
     safe_floor,
     snap_to_grid,
+    usable_candidates,
 )
 
 NAN = float("nan")
@@ -69,9 +69,7 @@ def head_wait_ms(snap: ChunkSnapshot) -> float:
 class GreedyConfig:
     """Artifact constants (PAPER.md, greedy DCP)."""
 
-    step: int = PAPER_STEP
-    max_tokens: int = PAPER_MAX
-    initial_tokens: int = PAPER_STEP  # start small: light load is the common case at start-up
+    initial_tokens: int = PAPER_STEP  # start small (snapped to a candidate): light load at start
     kv_watermark: float = PAPER_KV_WATERMARK
     shrink_tpot: float = 1.08  # shrink if TPOT > 1.08 SLO ...
     shrink_ttft: float = 0.10  # ... or TTFT < 0.1 SLO (light load)
@@ -81,10 +79,8 @@ class GreedyConfig:
     signals: str = "leading"  # or "completed": see the module docstring
 
     def __post_init__(self) -> None:
-        if self.step <= 0 or self.max_tokens < self.step or self.initial_tokens <= 0:
-            raise ValueError(f"greedy: step={self.step}, max_tokens={self.max_tokens}, "
-                             f"initial_tokens={self.initial_tokens}: expected 0 < step <= max "
-                             "and initial > 0")
+        if self.initial_tokens <= 0:
+            raise ValueError(f"greedy: initial_tokens={self.initial_tokens}: expected > 0")
         if not 0.0 <= self.kv_watermark < 1.0:
             raise ValueError(f"greedy: kv_watermark={self.kv_watermark}, expected in [0, 1)")
         if not 0.0 < self.q <= 100.0:
@@ -97,23 +93,27 @@ class GreedyConfig:
 
 
 class GreedyChunk:
-    """Decides once per ``pp_size`` scheduling iterations; holds the chunk in between."""
+    """Decides once per ``pp_size`` scheduling iterations; holds the chunk in between.
+
+    Steps one candidate up or down among ``candidates`` (the user's sizes; None: the paper's
+    128-step grid up to the engine's cap)."""
 
     def __init__(self, slo: Slo, pp_size: int, config: GreedyConfig | None = None,
-                 name: str = "greedy") -> None:
+                 name: str = "greedy", candidates: tuple[int, ...] | None = None) -> None:
         if pp_size < 1:
             raise ValueError(f"pp_size={pp_size}: expected >= 1")
         self.name = name
         self.slo = slo
         self.pp_size = pp_size
         self.cfg = config or GreedyConfig()
+        self.candidates = None if candidates is None else check_candidates(candidates)
         self._chunk = self.cfg.initial_tokens
         self._next_iteration = 0  # first call decides
         self._last: ChunkDecision | None = None
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
         cfg = self.cfg
-        candidates = candidate_grid(snap.max_chunk_tokens, cfg.step, cfg.max_tokens)
+        candidates = usable_candidates(self.candidates, snap.max_chunk_tokens)
         floor = safe_floor(candidates, snap.max_slot_decode_reqs)
         if snap.iteration < self._next_iteration and self._last is not None:
             # Between decisions the chunk holds, but the safety guard is re-checked: a slot's

@@ -1,6 +1,7 @@
 """``predictive`` / ``predictive-paper``: chunk choice from ALP-predicted stage latency.
 
-Every 2*pp_size iterations, for each candidate chunk c on the 128-step grid:
+Every 2*pp_size iterations, for each candidate chunk c (the user's sizes; by default the paper's
+128-step grid up to 2048):
 - stage(c) = predicted one-stage latency of a microbatch holding c prefill tokens as one piece
   (prefix = what the chunked request already prefilled) plus one slot's decodes;
 - TPOT bound: stage(c) * pp_size <= 1.05 * SLO_TPOT (a decode advances once per pipeline period,
@@ -52,12 +53,11 @@ from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.frontier import frontier_choice, oa_rate
 from ppsched.dcp.signals import (
     PAPER_KV_WATERMARK,
-    PAPER_MAX,
-    PAPER_STEP,
     ArrivalWindow,
-    candidate_grid,
+    check_candidates,
     kv_pressure,
     safe_floor,
+    usable_candidates,
 )
 
 INF = float("inf")
@@ -74,8 +74,6 @@ class StagePredictor(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PredictiveConfig:
-    step: int = PAPER_STEP
-    max_tokens: int = PAPER_MAX
     kv_watermark: float = PAPER_KV_WATERMARK
     tpot_margin: float = 1.05  # artifact: stage * pp <= 1.05 SLO_TPOT
     wait_fraction: float = 0.25  # artifact: backlog counts requests that waited >= 0.25 SLO_TTFT
@@ -90,9 +88,6 @@ class PredictiveConfig:
     select: str = "frontier"
 
     def __post_init__(self) -> None:
-        if self.step <= 0 or self.max_tokens < self.step:
-            raise ValueError(f"predictive: step={self.step}, max_tokens={self.max_tokens}: "
-                             "expected 0 < step <= max_tokens")
         if not (self.tpot_margin > 0 and 0 <= self.wait_fraction < 1 and self.window_s > 0
                 and self.cadence >= 1 and 0 <= self.kv_watermark < 1):
             raise ValueError("predictive: expected tpot_margin > 0, 0 <= wait_fraction < 1, "
@@ -176,7 +171,8 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
 
 class PredictiveChunk:
     def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
-                 config: PredictiveConfig | None = None, name: str = "predictive") -> None:
+                 config: PredictiveConfig | None = None, name: str = "predictive",
+                 candidates: tuple[int, ...] | None = None) -> None:
         if pp_size < 1:
             raise ValueError(f"pp_size={pp_size}: expected >= 1")
         self.name = name
@@ -184,6 +180,7 @@ class PredictiveChunk:
         self.pp_size = pp_size
         self.predictor = predictor
         self.cfg = config or PredictiveConfig()
+        self.candidates = None if candidates is None else check_candidates(candidates)
         self._arrivals = ArrivalWindow(self.cfg.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
@@ -204,7 +201,7 @@ class PredictiveChunk:
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
         cfg = self.cfg
         arrival_rate = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)
-        candidates = candidate_grid(snap.max_chunk_tokens, cfg.step, cfg.max_tokens)
+        candidates = usable_candidates(self.candidates, snap.max_chunk_tokens)
         floor = safe_floor(candidates, snap.max_slot_decode_reqs)
         if cfg.select == "frontier" and self.mixed_seen:
             return self._remember(self._frontier(snap, candidates, floor, arrival_rate))

@@ -15,6 +15,7 @@ from ppsched.core.policy_context import PolicyContext
 from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
 from ppsched.dcp.predictive import PAPER_CONFIG, PredictiveChunk, PredictiveConfig, StagePredictor
 from ppsched.dcp.sglang_dynamic import SglangDynamicChunk, sample_prefill_times
+from ppsched.dcp.signals import check_candidates
 from ppsched.dcp.static import StaticChunk
 
 CHUNK_SPECS = ("static:N", "greedy", "greedy-paper", "predictive", "predictive-paper",
@@ -24,27 +25,31 @@ CHUNK_SPECS = ("static:N", "greedy", "greedy-paper", "predictive", "predictive-p
 def build_chunk_controller(spec: str, ctx: PolicyContext, *,
                            prefill_timer: Callable[[int], float] | None = None,
                            predictor: StagePredictor | None = None) -> ChunkController:
+    """Every controller chooses among ``ctx.chunk_candidates`` when the user gave them."""
+    cands = None if ctx.chunk_candidates is None else check_candidates(ctx.chunk_candidates)
     if spec.startswith("static:"):
         raw = spec.split(":", 1)[1]
         try:
-            return StaticChunk(int(raw))
+            size = int(raw)
         except ValueError:
             raise UserError(f"chunk spec {spec!r}: expected static:N with N a positive integer") \
                 from None
+        return StaticChunk(size, cands)
     if spec in ("greedy", "greedy-paper"):
         signals = "completed" if spec == "greedy-paper" else "leading"
-        return GreedyChunk(ctx.slo, ctx.pp_size, GreedyConfig(signals=signals), name=spec)
+        return GreedyChunk(ctx.slo, ctx.pp_size, GreedyConfig(signals=signals), name=spec,
+                           candidates=cands)
     if spec in ("predictive", "predictive-paper"):
         config = PAPER_CONFIG if spec == "predictive-paper" else PredictiveConfig()
         return PredictiveChunk(ctx.slo, ctx.pp_size, predictor or default_predictor(ctx),
-                               config, name=spec)
+                               config, name=spec, candidates=cands)
     if spec == "sglang-dynamic":
         if prefill_timer is None:
             raise UserError("chunk controller 'sglang-dynamic' needs the engine's stage-0 "
                             "prefill timer (its start-up profile); this engine provides none")
         base = ctx.max_chunk_tokens
         samples = sample_prefill_times(prefill_timer, base, ctx.model.max_context)
-        return SglangDynamicChunk(base, samples, ctx.model.max_context)
+        return SglangDynamicChunk(base, samples, ctx.model.max_context, candidates=cands)
     raise UserError(f"unknown chunk controller {spec!r}: expected one of {', '.join(CHUNK_SPECS)}")
 
 

@@ -6,6 +6,8 @@ b < 0 -> 0). Target = T(base) - T(0). A continuation chunk of a request with pre
 that makes its marginal cost equal the target: a x^2 + (2 a L + b) x - target = 0; smoothed
 base + 0.75 (x - base); floored at base // 4; rounded down to max(page_size, 64); capped at
 min(context - L - 100, max_prefill_tokens). First chunks use base. Never updated online.
+When the user gives chunk candidates, every size is snapped down to one of them (the smallest when
+none is below it): SGLang has no such option, so this is the nearest it can honour them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from ppsched.core.policy import ChunkDecision
 from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.dcp.signals import check_candidates, snap_to_grid
 
 SMOOTH_FACTOR = 0.75  # SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR default
 PROFILE_POINTS = 128
@@ -45,11 +48,13 @@ def fit_quadratic(samples: Sequence[tuple[int, float]]) -> tuple[float, float, f
 class SglangDynamicChunk:
     def __init__(self, base: int, prefill_samples: Sequence[tuple[int, float]], context: int,
                  max_prefill_tokens: int = 16384, page_size: int = 1,
-                 smooth: float = SMOOTH_FACTOR, name: str = "sglang-dynamic") -> None:
+                 smooth: float = SMOOTH_FACTOR, name: str = "sglang-dynamic",
+                 candidates: tuple[int, ...] | None = None) -> None:
         if base <= 0 or context <= 0 or max_prefill_tokens <= 0 or page_size <= 0:
             raise ValueError(f"sglang-dynamic: base={base}, context={context}, max_prefill_tokens="
                              f"{max_prefill_tokens}, page_size={page_size}: expected all > 0")
         self.name = name
+        self.candidates = None if candidates is None else check_candidates(candidates)
         self.base = base
         self.context = context
         self.max_prefill_tokens = max_prefill_tokens
@@ -58,8 +63,12 @@ class SglangDynamicChunk:
         self.coeffs = fit_quadratic(list(prefill_samples))
         a_b = self.coeffs
         self.target_ms = a_b[0] * base * base + a_b[1] * base if a_b else math.nan
-        self._first = ChunkDecision(base, "first-chunk:base", (("base", float(base)),))
-        self._off = ChunkDecision(base, "disabled:fit-rejected", (("base", float(base)),))
+        first = self._snap(base)
+        self._first = ChunkDecision(first, "first-chunk:base", (("base", float(base)),))
+        self._off = ChunkDecision(first, "disabled:fit-rejected", (("base", float(base)),))
+
+    def _snap(self, chunk: int) -> int:
+        return chunk if self.candidates is None else snap_to_grid(chunk, self.candidates)
 
     def chunk_for_prefix(self, prefix: int) -> int:
         """The continuation chunk SGLang picks for a request with ``prefix`` tokens prefilled."""
@@ -81,7 +90,7 @@ class SglangDynamicChunk:
         if ch is None or ch.remaining_prompt_tokens >= ch.prompt_tokens:
             return self._first
         prefix = ch.prompt_tokens - ch.remaining_prompt_tokens
-        chunk = self.chunk_for_prefix(prefix)
+        chunk = self._snap(self.chunk_for_prefix(prefix))
         return ChunkDecision(chunk, "continuation:quadratic", (("prefix", float(prefix)),
                                                                 ("target_ms", self.target_ms)))
 

@@ -1,4 +1,4 @@
-"""Signals and guards shared by the chunk controllers: candidate grid, percentiles, arrival rate.
+"""Signals and guards shared by the chunk controllers: candidates, percentiles, arrival rate.
 
 All of it is O(samples) or O(slots) per call; the controllers keep state, these helpers keep none
 except ``ArrivalWindow``, which turns the engine's cumulative counters into a windowed rate.
@@ -11,6 +11,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
+from ppsched.core.errors import UserError
 from ppsched.core.snapshots import ChunkSnapshot
 
 PAPER_STEP = 128  # artifact: candidates 128, 256, ..., 2048
@@ -20,12 +21,34 @@ PAPER_KV_WATERMARK = 0.10  # artifact: free KV below 10% -> smallest safe chunk
 
 @functools.lru_cache(maxsize=64)  # called every iteration with the same few arguments
 def candidate_grid(cap: int, step: int = PAPER_STEP, top: int = PAPER_MAX) -> tuple[int, ...]:
-    """step, 2*step, ... up to min(top, cap); (cap,) when the engine's cap is below one step."""
+    """step, 2*step, ... up to min(top, cap); (cap,) when the engine's cap is below one step.
+
+    The default candidates when the user gave none (the paper's grid)."""
     if cap <= 0 or step <= 0:
         raise ValueError(f"cap={cap}, step={step}: expected both > 0")
     limit = min(top, cap)
     grid = tuple(range(step, limit + 1, step))
     return grid if grid else (limit,)
+
+
+def check_candidates(values: Sequence[int], what: str = "chunk candidates") -> tuple[int, ...]:
+    """The user's chunk sizes, sorted and unique; any positive ints, no grid assumed."""
+    out = tuple(sorted(set(values)))
+    if not out or any(not isinstance(c, int) or isinstance(c, bool) or c <= 0 for c in out):
+        raise UserError(f"{what} {list(values)!r}: expected a non-empty list of positive "
+                        "integers (token counts)")
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def usable_candidates(user: tuple[int, ...] | None, cap: int) -> tuple[int, ...]:
+    """What a controller chooses among: the user's sizes that fit the engine's cap, or the paper's
+    grid when the user gave none. When no user size fits, the smallest one (the engine clamps it
+    to its cap): a size the user did not allow is never invented."""
+    if user is None:
+        return candidate_grid(cap)
+    fitting = tuple(c for c in user if c <= cap)
+    return fitting or user[:1]
 
 
 def percentile(samples: Sequence[float], q: float) -> float | None:

@@ -8,9 +8,12 @@ from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
 
 
 class StaticChunk:
-    def __init__(self, chunk_tokens: int) -> None:
+    def __init__(self, chunk_tokens: int, candidates: tuple[int, ...] | None = None) -> None:
         if chunk_tokens <= 0:
             raise UserError(f"static chunk {chunk_tokens}: expected a positive token count")
+        if candidates is not None and chunk_tokens not in candidates:
+            raise UserError(f"static chunk {chunk_tokens}: not one of the allowed chunk "
+                            f"candidates {sorted(candidates)}")
         self.name = f"static:{chunk_tokens}"
         self._decision = ChunkDecision(chunk_tokens, "static")
 

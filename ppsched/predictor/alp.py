@@ -3,10 +3,15 @@
 predicted = linear(batched tokens) from the offline profile
           + w . [sum(prefix*extend)/2^21, sum(extend^2)/2^20, decode_ctx_sum/1e5, 0.1]
 The attention weights ``w`` learn the residual (measured - linear) online by recursive least
-squares with forgetting. With ``correct_linear_online`` a fifth feature, linear/100 ms, lets RLS
-rescale the profile's linear term too (profile from another GPU, clock or day). The prefill
-weights and the linear correction keep a prior at 0 that forgetting never erases (stabilised
-forgetting, ``_anchor``), so they cannot extrapolate from a narrow range of chunk sizes.
+squares with forgetting. With ``correct_linear_online`` ALP also adapts to the device it runs
+on: a device scale (the geometric mean of measured/predicted, learned first, so an offline
+profile off by x10 stops mattering within a few iterations) multiplies the whole prediction,
+the RLS works in the profile's units (measured / scale), and a fifth feature, linear/100 ms,
+corrects the profile's linear term relative to the attention terms. The prefill weights keep a
+prior at 0 and the linear term a prior at the offline profile's own absolute value, priors that
+forgetting never erases (stabilised forgetting, ``_anchor``): where the data cannot tell a
+scale from an offset (every batch in one staircase band), the profile decides, so a model
+trained on 128-token chunks still extrapolates to 2048-token prefills.
 
 Pure-Python arithmetic on 4-5 floats: at this size it beats numpy's per-call overhead
 (bench/bench_predictor.py measures both).
@@ -28,16 +33,22 @@ DECODE_SCALE = 1e5
 BIAS = 0.1
 LINEAR_SCALE = 100.0  # ms: the online linear-correction feature is linear_ms / 100
 COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-up: reset
-# Weights kept near their prior (0: the offline profile alone) unless the data say otherwise
-# (stabilised forgetting, see _anchor), as (index, prior precision; None = 1/init_cov, the
-# paper's P0). The prefill terms grow quadratically with a chunk size the scheduler may not
-# have tried yet. The linear correction (in percent of the profile's term) is collinear with
-# the bias while batches stay inside one staircase band; its prior: the profile is right to
-# within LINEAR_PRIOR_SD percent (one standard deviation). Not the bias (every sample excites
+# Weights kept near their prior unless the data say otherwise (stabilised forgetting, see
+# _anchor), as (index, prior precision; None = 1/init_cov, the paper's P0). The prefill terms
+# (prior 0) grow quadratically with a chunk size the scheduler may not have tried yet. The
+# linear correction (in percent of the profile's term) is collinear with the bias and the device
+# scale while batches stay inside one staircase band; its prior: the offline profile's absolute
+# level is right to within LINEAR_PRIOR_SD percent (one standard deviation), which only
+# decides what the data cannot. Not the bias (every sample excites
 # it) nor the decode-context term (linear, excited by every decode batch; anchoring it cost 0.3
 # points of MAPE on summarization, bench/predictor.md).
 LINEAR_PRIOR_SD = 10.0
 ANCHORS = ((0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
+# The bias is a per-iteration overhead: anchored at 0 (precision 1/init_cov) only while it is
+# negative. With every batch in one staircase band a too-high level and a negative offset fit
+# alike; a profile for slower hardware would otherwise be kept, offset by a negative bias (a
+# x10 profile trained on 128-token chunks predicted 2048-token prefills +676%; now +37%).
+NONNEGATIVE = ((3, None),)
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -70,14 +81,24 @@ class ALPredictor:
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
-        self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else prec)
-                              for a, prec in ANCHORS if a < self.n)
+        self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else prec, one_sided)
+                              for group, one_sided in ((ANCHORS, False), (
+                                  NONNEGATIVE if correct_linear_online else (), True))
+                              for a, prec in group if a < self.n)
         self.updates = 0
         self.resets = 0
         self.clipped = 0
+        self.scale = 1.0  # device scale: measured / profile-unit prediction (online only)
+        self.scale_updates = 0
 
     def _identity(self) -> list[list[float]]:
-        return [[self.init_cov if i == j else 0.0 for j in range(self.n)] for i in range(self.n)]
+        """P0: init_cov, except a weight with its own prior starts at that prior's variance
+        (the linear correction: LINEAR_PRIOR_SD^2; init_cov would say +-1.1%)."""
+        diag = [self.init_cov] * self.n
+        for a, precision in ANCHORS:
+            if a < self.n and precision is not None:
+                diag[a] = 1.0 / precision
+        return [[diag[i] if i == j else 0.0 for j in range(self.n)] for i in range(self.n)]
 
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
@@ -102,7 +123,7 @@ class ALPredictor:
                + w[2] * shape.decode_ctx_sum / DECODE_SCALE + w[3] * BIAS)
         if self.n == 5:
             out += w[4] * lin / LINEAR_SCALE
-        return out
+        return out * self.scale
 
     def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:
         """Predictions for a candidate scan (e.g. one per chunk size)."""
@@ -117,7 +138,10 @@ class ALPredictor:
         n = self.n
         w = self.weights
         p = self.cov
-        predicted = lin + sum(w[i] * x[i] for i in range(n))
+        predicted = lin + sum(w[i] * x[i] for i in range(n))  # in the profile's units
+        if self.correct_linear_online and predicted > 0:
+            self._learn_scale(measured_ms / (self.scale * predicted))
+        measured_ms /= self.scale  # the RLS below works in the profile's units
         err = measured_ms - predicted
         limit = self.residual_clip * measured_ms  # outliers move w by at most 40% of the value
         if err > limit:
@@ -147,6 +171,16 @@ class ALPredictor:
                 or not all(math.isfinite(v) for v in w):
             self._reset()
 
+    def _learn_scale(self, ratio: float) -> None:
+        """Device scale: a running geometric mean of measured/predicted (gain 1/k), then the
+        same forgetting window as the RLS. In log space an error of x10 and one of x0.1 weigh
+        alike and no residual clip slows it; one outlier moves it by gain * log(ratio) only.
+        Whatever part of it the data cannot tell from an offset is handed back to the profile
+        by the linear term's anchor (``_anchor``)."""
+        gain = max(1.0 / (self.scale_updates + 1), 1.0 - self.forgetting)
+        self.scale *= math.exp(gain * math.log(ratio))
+        self.scale_updates += 1
+
     def _anchor(self) -> None:
         """Stabilised forgetting: give back the prior precision that forgetting just removed.
 
@@ -160,6 +194,12 @@ class ALPredictor:
         forgetting-weighted squared error plus sum_a precision_a * w_a^2, and
         P_aa <= 1/precision_a. Wide data (chunks of several sizes) outweigh it within a few
         dozen samples.
+
+        The linear correction's prior is the offline profile's absolute value: w4 such that
+        scale * (1 + w4/100) = 1. Its precision is stated against residuals in ms, as the
+        data's are; the RLS works in units of ms/scale, hence the division by scale^2 (without
+        it a x0.1 profile's prior weighs 100x more against the data than a correct one's).
+        With the device scale on, the bias is anchored at 0 while negative (NONNEGATIVE).
         """
         forgotten = 1.0 - self.forgetting
         if forgotten <= 0.0:
@@ -167,10 +207,16 @@ class ALPredictor:
         n = self.n
         w = self.weights
         p = self.cov
-        for a, precision in self._anchors:
+        for a, precision, one_sided in self._anchors:
+            if one_sided and w[a] >= 0.0:
+                continue
             pa = p[a][:]
+            prior = 0.0
+            if a == 4:
+                prior = (1.0 / self.scale - 1.0) * LINEAR_SCALE
+                precision /= self.scale * self.scale
             denom = 1.0 / (forgotten * precision) + pa[a]
-            gain = -w[a] / denom
+            gain = (prior - w[a]) / denom
             for i in range(n):
                 w[i] += pa[i] * gain
                 ki = pa[i] / denom
@@ -194,7 +240,8 @@ class ALPredictor:
             "forgetting": self.forgetting, "init_cov": self.init_cov,
             "residual_clip": self.residual_clip,
             "correct_linear_online": self.correct_linear_online,
-            "weights": self.weights, "cov": self.cov, "updates": self.updates,
+            "weights": self.weights, "cov": self.cov, "scale": self.scale,
+            "scale_updates": self.scale_updates, "updates": self.updates,
             "resets": self.resets, "clipped": self.clipped,
         }, separators=(",", ":"))
 
@@ -209,12 +256,17 @@ class ALPredictor:
                       correct_linear_online=bool(data["correct_linear_online"]))
             weights = [float(v) for v in data["weights"]]
             cov = [[float(v) for v in row] for row in data["cov"]]
+            scale = float(data.get("scale", 1.0))  # states saved before the device scale: 1
+            scale_updates = int(data.get("scale_updates", 0))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise UserError(f"ALP state JSON is malformed: {exc!r}") from exc
         if len(weights) != alp.n or len(cov) != alp.n or any(len(r) != alp.n for r in cov):
             raise UserError(f"ALP state JSON: expected {alp.n} weights and a {alp.n}x{alp.n} "
                             f"covariance, got {len(weights)} and {len(cov)} rows")
+        if not (scale > 0 and math.isfinite(scale)):
+            raise UserError(f"ALP state JSON: scale={scale!r}, expected a finite number > 0")
         alp.weights, alp.cov = weights, cov
+        alp.scale, alp.scale_updates = scale, scale_updates
         alp.updates = int(data.get("updates", 0))
         alp.resets = int(data.get("resets", 0))
         alp.clipped = int(data.get("clipped", 0))

@@ -81,6 +81,17 @@ class LinearProfile:
         fields["variant"] = variant
         return _from_dict(fields, "<profile>")
 
+    def scaled(self, factor: float) -> LinearProfile:
+        """Every time multiplied by ``factor`` (a faster or slower device than the profiled
+        one): tests ALP's adaptation to a profile that does not describe the server."""
+        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
+            raise UserError(f"profile scale factor {factor!r}: expected a finite number > 0")
+        fields = asdict(self)
+        fields.update(alpha0=self.alpha0 * factor, alpha1=self.alpha1 * factor,
+                      staircase=[(u, ms * factor) for u, ms in self.staircase],
+                      source=f"{self.source} x{factor:g}")
+        return _from_dict(fields, "<profile>")
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 

@@ -49,7 +49,7 @@ def policy_context(cfg: PluginConfig, model: ModelConfig, pp_size: int, tp_size:
     max_chunk = max(cfg.candidates) if cfg.candidates else launch_chunk
     ctx = PolicyContext(pp_size=pp_size, slo=cfg.slo, model=model, hardware=cfg.hardware,
                         tp_size=tp_size, max_chunk_tokens=max_chunk, profile_path=cfg.profile,
-                        boundaries=cfg.boundaries,
+                        boundaries=cfg.boundaries, chunk_candidates=cfg.candidates,
                         decode_graphs=graphs)
     if graphs is not None and graphs.enabled and cfg.boundaries is None and cfg.ds != "off":
         from ppsched.delay_sched.sources import resolve_boundaries

@@ -96,13 +96,17 @@ def record(st, done: FinishedStage) -> None:
     learned = refused is None and shape.kind != "empty" and st.rank == 0 \
         and st.controller is not None and st.active
     st.log.count("stage_measurements")
+    # ALP's prediction of this very batch before it learns from it (rank 0: the controller)
+    predictor = getattr(st.controller, "predictor", None) if st.rank == 0 else None
+    alp_ms = round(predictor.predict(shape), 3) \
+        if predictor is not None and shape.kind != "empty" else None
     st.log.write("stage", iteration=stage.iteration, slot=stage.slot, mode=shape.kind,
                  batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
                  decode_count=shape.decode_count, decode_ctx=shape.decode_ctx_sum,
                  prefill=[list(piece) for piece in shape.prefill], measured_ms=round(done.ms, 3),
                  predicted_ms=stage.predicted_ms, timing=done.source,
                  cuda_graph=stage.cuda_graph, padded_decode=stage.padded_decode,
-                 learned=learned, **({"not_learned": refused} if refused else {}))
+                 alp_ms=alp_ms, learned=learned, **({"not_learned": refused} if refused else {}))
     if learnable(done.source, st.device_type):
         st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
     if learned:

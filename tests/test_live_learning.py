@@ -1,0 +1,200 @@
+"""Live (real SGLang 0.5.23, CPU, --pp-size 2): the controller learns the server and honours the
+user's choices (issue 18).
+
+Two servers with the same tiny model, `predictive` chunking, the built-in (A100) profile and the
+candidates 8..128; the same load; a loose TPOT SLO, then a tight one. Each server is shared by
+every assertion (module-scoped); the figures are printed (`pytest -s`) and recorded in
+bench/predictor.md. Skipped only when the SGLang venv (scripts/setup_sglang_cpu.sh) is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from ppsched.core.requests import RequestSpec
+from ppsched.experiments.live_replay import ReplayOptions, replay
+from ppsched.sglang_patch.cpu_server import cpu_args, launch, make_tiny_model, sglang_python
+
+PY = sglang_python()
+pytestmark = [pytest.mark.live,
+              pytest.mark.skipif(PY is None, reason="SGLang CPU venv absent: run "
+                                 "scripts/setup_sglang_cpu.sh")]
+
+CANDIDATES = (8, 16, 32, 64, 128)
+WARMUP = 100  # stage-0 iterations before ALP's errors count (profile eval's default)
+LOOSE_TPOT_MS = 60_000.0  # no chunk can miss it
+PORTS = range(33000, 34000)  # this test's port range on the shared box
+
+
+def _port() -> int:
+    for port in PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {PORTS}")
+
+
+def workload() -> list[RequestSpec]:
+    """40 requests over 10 s, prompts of 20-600 tokens (several chunks each), 8-32 outputs."""
+    rng = np.random.default_rng(18)
+    arrivals = np.sort(rng.uniform(0, 10.0, 40))
+    prompts = rng.integers(20, 600, 40)
+    outs = rng.integers(8, 32, 40)
+    return [RequestSpec(i, float(a), int(p), int(o))
+            for i, (a, p, o) in enumerate(zip(arrivals, prompts, outs, strict=True))]
+
+
+@dataclass(frozen=True)
+class Run:
+    tpot_slo_ms: float
+    log: list[dict]
+    tpot_ms: list[float]  # measured per request: (last - first token) / (outputs - 1)
+    failed: int
+
+    def rank0(self, kind: str) -> list[dict]:
+        return [r for r in self.log if r["kind"] == kind and r["rank"] == 0]
+
+    def applied_chunks(self) -> list[int]:
+        return [r["chunk"] for r in self.rank0("chunk_applied")]
+
+    def stages(self) -> list[dict]:
+        """Stage-0 iterations ALP predicted (before learning from them), in order."""
+        return [r for r in self.rank0("stage") if r.get("alp_ms") is not None]
+
+
+def serve(model, tmp, tpot_slo_ms: float) -> Run:
+    log = tmp / "decisions.jsonl"
+    env = {**{k: "" for k in os.environ if k.startswith("PPSCHED_")},
+           "PPSCHED_CHUNK": "predictive", "PPSCHED_CANDIDATES": ",".join(map(str, CANDIDATES)),
+           "PPSCHED_SLO_TTFT_MS": "60000", "PPSCHED_SLO_TPOT_MS": f"{tpot_slo_ms:.3f}",
+           "PPSCHED_DECISION_LOG": str(log)}
+    server = launch(PY, cpu_args(model, _port(), chunk=2 * max(CANDIDATES)),
+                    tmp / "server.log", env=env)
+    try:
+        records, _ = replay(server.url, workload(), ReplayOptions(concurrency=40))
+    finally:
+        server.stop()
+    tpot = [1000.0 * (r.finish_s - r.first_token_s) / (r.output_tokens - 1)
+            for r in records if not r.rejected and r.output_tokens > 1]
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    return Run(tpot_slo_ms, lines, tpot, sum(r.rejected for r in records))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return make_tiny_model(PY, tmp_path_factory.mktemp("tiny-qwen2"))
+
+
+@pytest.fixture(scope="module")
+def loose(model, tmp_path_factory):
+    return serve(model, tmp_path_factory.mktemp("loose"), LOOSE_TPOT_MS)
+
+
+@pytest.fixture(scope="module")
+def tight(model, loose, tmp_path_factory):
+    # Tight = half the round the loose run's largest chunk was predicted to need (median over
+    # its decisions): derived from this box's own speed, so it is tight on any machine load.
+    periods = [r["inputs"]["period_ms"] for r in loose.rank0("decision")
+               if r["chunk"] == max(CANDIDATES)]
+    assert periods, "the loose run never chose the largest candidate"
+    return serve(model, tmp_path_factory.mktemp("tight"), 0.5 * float(np.median(periods)))
+
+
+def ape(predicted: float, measured: float) -> float:
+    return 100.0 * abs(predicted - measured) / measured
+
+
+def hindsight_reference(stages: list[dict]) -> list[float]:
+    """Per-row error of the best a shape-only predictor can do on these measurements: the
+    median measured time of the same shape (mode, prefill tokens, decodes) over the whole run,
+    known in hindsight. Its MAPE is how well this box's stage times repeat."""
+    by_shape = defaultdict(list)
+    key = [(r["mode"], r["prefill_tokens"], r["decode_count"]) for r in stages]
+    for k, r in zip(key, stages, strict=True):
+        by_shape[k].append(r["measured_ms"])
+    median = {k: float(np.median(v)) for k, v in by_shape.items()}
+    return [ape(median[k], r["measured_ms"]) for k, r in zip(key, stages, strict=True)]
+
+
+def curve(run: Run, step: int = 50) -> list[tuple[int, float, float]]:
+    """(first iteration, ALP MAPE, hindsight-reference MAPE) per window of ``step``."""
+    stages = run.stages()
+    alp = [ape(r["alp_ms"], r["measured_ms"]) for r in stages]
+    ref = hindsight_reference(stages)
+    return [(i, float(np.mean(alp[i:i + step])), float(np.mean(ref[i:i + step])))
+            for i in range(0, len(stages), step)]
+
+
+def test_no_request_failed(loose, tight):
+    assert loose.failed == 0 and tight.failed == 0
+
+
+def report(run: Run, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Print the error-vs-iterations curve; (APE, reference APE, ALP/measured) after warm-up."""
+    stages = run.stages()
+    assert len(stages) > 2 * WARMUP, f"only {len(stages)} stage iterations; workload too small"
+    alp = np.array([ape(r["alp_ms"], r["measured_ms"]) for r in stages][WARMUP:])
+    ref = np.array(hindsight_reference(stages)[WARMUP:])
+    ratio = np.array([r["alp_ms"] / r["measured_ms"] for r in stages][WARMUP:])
+    first = stages[0]
+    print(f"\n{which} (TPOT SLO {run.tpot_slo_ms:.0f} ms): first stage measured "
+          f"{first['measured_ms']:.1f} ms, ALP {first['alp_ms']:.3f} ms (the A100 profile)")
+    for i, a, r in curve(run):
+        print(f"  iterations {i:4d}+: ALP MAPE {a:7.1f}%   hindsight per-shape median {r:6.1f}%")
+    print(f"  after {WARMUP}: ALP MAPE {alp.mean():.1f}% (median APE {np.median(alp):.1f}%, "
+          f"median ALP/measured {np.median(ratio):.2f}), hindsight reference {ref.mean():.1f}%, "
+          f"n={len(alp)}")
+    return alp, ref, ratio
+
+
+@pytest.mark.parametrize("which", ["loose", "tight"])
+def test_alp_level_matches_the_server(loose, tight, which):
+    # The A100 profile starts ~10^4x off this CPU server (first line printed). Stuck on a
+    # profile, ALP was 2.8x / 0.33x off (issue 18); learned, its median ratio to the measured
+    # stage is near 1 even where the stage times themselves scatter.
+    _, _, ratio = report({"loose": loose, "tight": tight}[which], which)
+    assert 1 / 1.5 <= np.median(ratio) <= 1.5
+
+
+@pytest.mark.parametrize("which", ["loose", "tight"])
+def test_alp_mape_after_warmup(loose, tight, which):
+    alp, ref, _ = report({"loose": loose, "tight": tight}[which], which)
+    if ref.mean() > 15.0:
+        # The shared 2-core dev box under other engineers' load: identical batches differ by
+        # more than 15% on average, which no predictor can beat. Not a pass.
+        pytest.skip(f"stage times do not repeat on this box (hindsight per-shape median "
+                    f"{ref.mean():.0f}% MAPE; ALP {alp.mean():.0f}%): needs a quiet machine")
+    assert alp.mean() <= 15.0
+
+
+def test_tight_tpot_slo_makes_predictive_choose_smaller_chunks(loose, tight):
+    lo, ti = loose.applied_chunks(), tight.applied_chunks()
+    assert lo and ti
+    print(f"\nloose TPOT SLO {loose.tpot_slo_ms:.0f} ms: applied chunks "
+          f"{sorted(Counter(lo).items())}, median {np.median(lo):.0f}; measured TPOT mean "
+          f"{np.mean(loose.tpot_ms):.1f} ms, P90 {np.percentile(loose.tpot_ms, 90):.1f} ms")
+    print(f"tight TPOT SLO {tight.tpot_slo_ms:.1f} ms: applied chunks "
+          f"{sorted(Counter(ti).items())}, median {np.median(ti):.0f}; measured TPOT mean "
+          f"{np.mean(tight.tpot_ms):.1f} ms, P90 {np.percentile(tight.tpot_ms, 90):.1f} ms")
+    reasons = Counter(r["reason"] for r in tight.rank0("decision"))
+    print(f"tight decisions: {reasons.most_common(4)}")
+    assert np.median(ti) < np.median(lo)
+    assert np.mean(ti) < np.mean(lo)
+
+
+def test_candidates_below_128_are_used(loose, tight):
+    for run in (loose, tight):
+        assert set(run.applied_chunks()) <= set(CANDIDATES)
+        assert all(r["chunk"] in CANDIDATES for r in run.rank0("decision"))
+    small = [c for c in tight.applied_chunks() if c < 128]
+    assert small, "no chunk below 128 was applied under the tight SLO"
