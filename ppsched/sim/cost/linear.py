@@ -178,8 +178,14 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     first = ranked[0][0]
-    blend = op in GEMM_OPS and ranked[0][1] > 0.0
-    chosen = [(p, d) for p, d in ranked[:GEMM_BLEND if blend else 1] if p.gated == first.gated]
+    count = GEMM_BLEND if ranked[0][1] > 0.0 and op != "lm_head" else 1
+    chosen: list[tuple[OpProfile, float]] = []
+    for prof, distance in ranked:
+        if len(chosen) == count:
+            break
+        same_family = prof.gated == first.gated and prof.kernel.name == first.kernel.name
+        if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
+            chosen.append((prof, distance))
     raw = []
     for prof, distance in chosen:
         ratio = _work(dims, kernel) / _work(prof.dims, prof.kernel)
