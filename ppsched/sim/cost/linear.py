@@ -134,10 +134,12 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
             continue
         if elementwise:
             distance = _log_distance((_work(dims, kernel),), (_work(prof.dims, prof.kernel),))
-            family = prof.kernel.name != kernel.name
+            # same implementation first, then same op (another op of the implementation only
+            # stands in where the op has none of it: torch GELU <- torch add), then layer family
+            family = (prof.kernel.name != kernel.name, prof.op != op, prof.gated != gated)
         else:
             distance = _log_distance(dims, prof.dims)
-            family = prof.gated != gated
+            family = (False, False, prof.gated != gated)
         key = (family, round(distance, 9), 0 if prof.op == op else 1, prof.tp != tp, prof.tp)
         keyed.append((key, distance, prof))
     keyed.sort(key=lambda item: item[0])
@@ -183,7 +185,8 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     for prof, distance in ranked:
         if len(chosen) == count:
             break
-        same_family = prof.gated == first.gated and prof.kernel.name == first.kernel.name
+        same_family = (prof.gated == first.gated and (len(dims) == 2 or (
+            (prof.kernel.name, prof.op) == (first.kernel.name, first.op))))
         if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
             chosen.append((prof, distance))
     raw = []
