@@ -190,10 +190,13 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
             chosen.append((prof, distance))
     raw = []
+    alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
         ratio = _work(dims, kernel) / _work(prof.dims, prof.kernel)
-        alpha = (work_elasticity(prof, pool, exclude_model) if ratio != 1.0
-                 else np.ones(MAX_PROFILED_TOKENS + 1))
+        family = (prof.op, prof.kernel, prof.gated)
+        if ratio != 1.0 and family not in alphas:
+            alphas[family] = work_elasticity(prof, pool, exclude_model)
+        alpha = alphas[family] if ratio != 1.0 else np.ones(MAX_PROFILED_TOKENS + 1)
         raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
     total = sum(item[3] for item in raw)
     parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha, kernel.launches)
