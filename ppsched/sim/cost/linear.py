@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ppsched.sim.cost.profiles import GEMM_OPS, OpProfile
+from ppsched.sim.cost.profiles import GEMM_OPS, Kernel, OpProfile, op_kernel
 from ppsched.sim.hardware import HardwareSpec
 
 MAX_PROFILED_TOKENS = 4096
@@ -35,20 +35,23 @@ class SourcePart:
     """One profiled source of a prediction and how it is scaled to the target."""
 
     source: OpProfile
-    work_ratio: float
+    work_ratio: float  # target / source work per launch and token (Kernel.passes x width)
     distance: float
     weight: float
     # per token count 0..MAX_PROFILED_TOKENS: exponent applied to work_ratio (see module doc)
     elasticity: np.ndarray = field(compare=False, repr=False)
+    launches: int = 1  # kernel launches of the target op (the source's are divided out)
 
     def curve(self, grid: np.ndarray) -> np.ndarray:
         src = self.source
         alpha = self.elasticity[:len(grid)]
-        return np.interp(grid, src.tokens, src.median_ms) * self.work_ratio ** alpha
+        per_launch = np.interp(grid, src.tokens, src.median_ms) / src.kernel.launches
+        return self.launches * per_launch * self.work_ratio ** alpha
 
     def describe(self) -> dict[str, object]:
         return {"source_model": self.source.model, "source_tp": self.source.tp,
                 "source_op": self.source.op, "source_dims": list(self.source.dims),
+                "source_kernel": self.source.kernel.name, "launches": self.launches,
                 "work_ratio": round(self.work_ratio, 6), "log_distance": round(self.distance, 6),
                 "weight": round(self.weight, 4),
                 "elasticity_at_tokens": {n: round(float(self.elasticity[n]), 3)
@@ -85,80 +88,118 @@ def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
 
 
+def _work(dims: Sequence[int], kernel: Kernel) -> int:
+    """Work per token and launch: K*N for a GEMM; tensor passes x width for elementwise ops."""
+    return kernel.passes * math.prod(dims)
+
+
+def _kernel(op: str, gated: bool, kernel: Kernel | None) -> Kernel:
+    return kernel if kernel is not None else op_kernel(op, gated)
+
+
 def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
                     exclude_model: str | None = None, tp: int = 1,
-                    gated: bool = True) -> tuple[OpProfile, float]:
+                    gated: bool = True, kernel: Kernel | None = None) -> tuple[OpProfile, float]:
     """The profile nearest to (op, dims) among the same op (same kernel family and weight
     layout in the profiler). The LM head has no profiled op of its own and borrows the nearest
     GEMM of any role. Ties (norms, adds, embeddings share one width at every TP degree) go to
     the target's own TP degree ``tp``: vidur measured those ops 5-16% slower at TP >= 2 than at
     TP 1 (same width, other processes' NCCL/stream state), so a TP-1 source under-predicts.
-    Sources of the target's layer family (``gated``: SwiGLU MLP and full rotary embedding, as
-    every Llama/Qwen; not phi-2's GELU and partial rotary) come first: their kernels differ."""
-    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated)
+    GEMM sources of the target's layer family (``gated``: SwiGLU MLP, no biases, as every
+    Llama/Qwen; not phi-2's GELU MLP with biases) come first. Elementwise ops rank by the
+    profiler's kernel implementation instead (``kernel``, default ``op_kernel(op, gated)``):
+    same implementation first (any op of it: torch GELU borrows torch add), nearest in log work
+    per launch (Kernel.passes x width), then same op."""
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel)
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     return ranked[0]
 
 
 def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
-                    exclude_model: str | None = None, tp: int = 1,
-                    gated: bool = True) -> list[tuple[OpProfile, float]]:
+                    exclude_model: str | None = None, tp: int = 1, gated: bool = True,
+                    kernel: Kernel | None = None) -> list[tuple[OpProfile, float]]:
     """Every profile that may stand in for (op, dims), best first (see nearest_profile)."""
     any_gemm = op == "lm_head"
+    kernel = _kernel(op, gated, kernel)
+    elementwise = len(dims) == 1
     keyed = []
     for prof in pool:
         if prof.model == exclude_model:
             continue
-        if (prof.op not in GEMM_OPS) if any_gemm else (prof.op != op):
+        if any_gemm:
+            if prof.op not in GEMM_OPS:
+                continue
+        elif prof.op != op and not (elementwise and prof.kernel.name == kernel.name):
             continue
-        distance = _log_distance(dims, prof.dims)
-        key = (prof.gated != gated, round(distance, 9), 0 if prof.op == op else 1,
-               prof.tp != tp, prof.tp)
+        if elementwise:
+            distance = _log_distance((_work(dims, kernel),), (_work(prof.dims, prof.kernel),))
+            # same implementation first, then same op (another op of the implementation only
+            # stands in where the op has none of it: torch GELU <- torch add), then layer family
+            family = (prof.kernel.name != kernel.name, prof.op != op, prof.gated != gated)
+        else:
+            distance = _log_distance(dims, prof.dims)
+            family = (False, False, prof.gated != gated)
+        key = (family, round(distance, 9), 0 if prof.op == op else 1, prof.tp != tp, prof.tp)
         keyed.append((key, distance, prof))
     keyed.sort(key=lambda item: item[0])
     return [(prof, distance) for _, distance, prof in keyed]
 
 
-def work_elasticity(op: str, pool: Iterable[OpProfile], exclude_model: str | None = None,
-                    gated: bool = True) -> np.ndarray:
-    """d log(time) / d log(work per token) of ``op`` at each token count 0..4096: the least-
-    squares slope over every profile of that op in the ``gated`` layer family (all models but
-    ``exclude_model``, all TP degrees), clipped to [0, 1] (time never shrinks with more work nor
-    grows faster than it)."""
+def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
+                    exclude_model: str | None = None) -> np.ndarray:
+    """d log(time per launch) / d log(work per launch) of ``source``'s op at each token count
+    0..4096: the least-squares slope over every profile of that op and kernel (GEMMs: of that
+    layer family) in the pool (all models but ``exclude_model``, all TP degrees), clipped to
+    [0, 1] (time never shrinks with more work nor grows faster than it)."""
     grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
     grid[0] = 1.0
-    same = [p for p in pool if p.op == op and p.model != exclude_model and p.gated == gated]
-    log_work = np.array([math.log(math.prod(p.dims)) for p in same])
+    same = [p for p in pool if p.op == source.op and p.model != exclude_model
+            and p.kernel == source.kernel and p.gated == source.gated]
+    log_work = np.array([math.log(_work(p.dims, p.kernel)) for p in same])
     if len(same) < 2 or np.ptp(log_work) == 0.0:
         return np.ones(grid.shape)  # nothing measured to say otherwise: the FLOP ratio
-    log_ms = np.log(np.array([np.interp(grid, p.tokens, p.median_ms) for p in same]))
+    log_ms = np.log(np.array([np.interp(grid, p.tokens, p.median_ms) / p.kernel.launches
+                              for p in same]))
     dx = log_work - log_work.mean()
     slope = (dx[:, None] * (log_ms - log_ms.mean(axis=0))).sum(axis=0) / (dx * dx).sum()
     return np.clip(slope, 0.0, 1.0)
 
 
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
-             exclude_model: str | None = None, tp: int = 1, gated: bool = True) -> ScaledOp:
+             exclude_model: str | None = None, tp: int = 1, gated: bool = True,
+             kernel: Kernel | None = None) -> ScaledOp:
     """The prediction of (op, dims): the nearest profile, scaled by work with the measured
     elasticity. A GEMM of a profiled role blends its GEMM_BLEND nearest shapes of that role and
     layer family (geometric mean, weights 1/log-distance: Shepard's inverse-distance rule); an
-    exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest."""
+    exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest; an
+    elementwise op's time is per launch times the target's launches (``kernel``)."""
     pool = tuple(pool)
-    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated)
+    kernel = _kernel(op, gated, kernel)
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel)
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     first = ranked[0][0]
-    blend = op in GEMM_OPS and ranked[0][1] > 0.0
-    chosen = [(p, d) for p, d in ranked[:GEMM_BLEND if blend else 1] if p.gated == first.gated]
+    count = GEMM_BLEND if ranked[0][1] > 0.0 and op != "lm_head" else 1
+    chosen: list[tuple[OpProfile, float]] = []
+    for prof, distance in ranked:
+        if len(chosen) == count:
+            break
+        same_family = (prof.gated == first.gated and (len(dims) == 2 or (
+            (prof.kernel.name, prof.op) == (first.kernel.name, first.op))))
+        if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
+            chosen.append((prof, distance))
     raw = []
+    alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
-        ratio = math.prod(dims) / math.prod(prof.dims)
-        alpha = (work_elasticity(prof.op, pool, exclude_model, prof.gated) if ratio != 1.0
-                 else np.ones(MAX_PROFILED_TOKENS + 1))
+        ratio = _work(dims, kernel) / _work(prof.dims, prof.kernel)
+        family = (prof.op, prof.kernel, prof.gated)
+        if ratio != 1.0 and family not in alphas:
+            alphas[family] = work_elasticity(prof, pool, exclude_model)
+        alpha = alphas[family] if ratio != 1.0 else np.ones(MAX_PROFILED_TOKENS + 1)
         raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
     total = sum(item[3] for item in raw)
-    parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha)
+    parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha, kernel.launches)
                   for prof, ratio, distance, weight, alpha in raw)
     return ScaledOp(op=op, dims=dims, parts=parts)
 

@@ -21,6 +21,18 @@ CPU_FILE = "cpu_overheads_codellama34b_tp2.csv"
 
 
 @dataclass(frozen=True, slots=True)
+class Kernel:
+    """How vidur's profiler (``vidur/profiling/mlp/mlp_impl.py``) runs an elementwise op:
+    which kernel implementation, how many tensor passes over one token's width it makes (reads +
+    writes), and how many launches one timed op is. Ops of one implementation are comparable in
+    the bytes they move per launch; ops of another are not (their floor and efficiency differ)."""
+
+    name: str
+    passes: int = 1
+    launches: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class LayerShape:
     """Per-GPU shape of one decoder layer: what decides the cost of each op."""
 
@@ -31,6 +43,8 @@ class LayerShape:
     head_dim: int
     gated_mlp: bool
     tp: int
+    # attention and MLP in parallel off one LayerNorm (phi-2, vidur ``post_attn_norm=False``)
+    parallel_block: bool = False
 
     def __post_init__(self) -> None:
         if self.tp < 1 or self.heads % self.tp:
@@ -57,6 +71,31 @@ class LayerShape:
             return (self.hidden,)
         raise ValueError(f"unknown op {op!r}")
 
+    def kernel(self, op: str) -> Kernel:
+        return op_kernel(op, self.gated_mlp, self.parallel_block)
+
+
+def op_kernel(op: str, gated_mlp: bool = True, parallel_block: bool = False) -> Kernel:
+    """The profiler's implementation of ``op`` (see Kernel). Sequential-block models use
+    sarathi's fused RMSNorm and SiluAndMul (reads gate and up, writes one: 3 passes of the
+    intermediate width) and one torch add (a + b -> c: 3 passes); the parallel block (phi-2)
+    uses torch LayerNorm, torch GELU (read, write: 2 passes; the same TensorIterator elementwise
+    kernel as torch add) and times ``attn + mlp + residual`` as one op: two torch adds."""
+    if op in GEMM_OPS or op == "lm_head":
+        return Kernel("gemm")
+    if op in ("input_layernorm", "post_attention_layernorm"):
+        return Kernel("layer_norm" if parallel_block else "rms_norm", passes=2)
+    if op == "mlp_act":
+        return (Kernel("silu_and_mul", passes=3) if gated_mlp
+                else Kernel("torch_elementwise", passes=2))
+    if op == "add":
+        return Kernel("torch_elementwise", passes=3, launches=2 if parallel_block else 1)
+    if op == "attn_rope":
+        return Kernel("rope", passes=2)
+    if op == "emb":
+        return Kernel("embedding")
+    raise ValueError(f"unknown op {op!r}")
+
 
 @dataclass(frozen=True, slots=True)
 class OpProfile:
@@ -70,14 +109,15 @@ class OpProfile:
     median_ms: np.ndarray
     cv: np.ndarray  # std / median at each token count (run-to-run spread)
     gated: bool = True  # gated (SwiGLU, full rotary) layer family; phi-2 is not (GELU, partial)
+    kernel: Kernel = Kernel("gemm")  # the profiler's implementation of this op (LayerShape.kernel)
 
 
-def _layer_shape_from_row(row: pd.Series) -> LayerShape:
+def _layer_shape_from_row(row: pd.Series, parallel_block: bool) -> LayerShape:
     heads, hidden = int(row["n_head"]), int(row["n_embd"])
     return LayerShape(hidden=hidden, intermediate=int(row["n_expanded_embd"]), heads=heads,
                       kv_heads=int(row["n_kv_head"]), head_dim=hidden // heads,
                       gated_mlp=bool(row["use_gated_mlp"]),
-                      tp=int(row["num_tensor_parallel_workers"]))
+                      tp=int(row["num_tensor_parallel_workers"]), parallel_block=parallel_block)
 
 
 def profile_dir(data_dir: Path) -> Path:
@@ -99,8 +139,11 @@ def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
     for path in files:
         frame = pd.read_csv(path)
         model = path.parent.name
+        # vidur times post_attention_layernorm only in the sequential block; without it the
+        # profile is of the parallel block (phi-2)
+        parallel = "time_stats.post_attention_layernorm.median" not in frame.columns
         for tp, part in frame.groupby("num_tensor_parallel_workers"):
-            shape = _layer_shape_from_row(part.iloc[0])
+            shape = _layer_shape_from_row(part.iloc[0], parallel)
             grouped = part.groupby("num_tokens")
             for op in ALL_OPS:
                 med_col, std_col = f"time_stats.{op}.median", f"time_stats.{op}.std"
@@ -114,7 +157,7 @@ def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
                     tokens=med.index.to_numpy(dtype=np.int64)[ok],
                     median_ms=med.to_numpy(dtype=np.float64)[ok],
                     cv=(std.to_numpy(dtype=np.float64) / np.maximum(med.to_numpy(), 1e-9))[ok],
-                    gated=shape.gated_mlp))
+                    gated=shape.gated_mlp, kernel=shape.kernel(op)))
     return tuple(out)
 
 

@@ -77,7 +77,8 @@ def build_tables(model: ModelConfig, hardware: str, tp: int, data_dir: Path) -> 
     profile_hw = get_hardware(PROFILE_HARDWARE)
     pool = load_op_profiles(data_dir)
     shape = layer_shape(model, tp)
-    scaled = {op: scale_op(op, shape.dims(op), pool, tp=tp, gated=model.gated_mlp)
+    scaled = {op: scale_op(op, shape.dims(op), pool, tp=tp, gated=model.gated_mlp,
+                           kernel=shape.kernel(op))
               for op in ALL_OPS}
     unique = sorted(set(LAYER_OPS))
     layer, layer_cv = _sum_curves([scaled[o] for o in unique],

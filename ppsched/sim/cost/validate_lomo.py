@@ -19,7 +19,8 @@ from ppsched.sim.cost.linear import extrapolate, scale_op, token_curve
 from ppsched.sim.cost.profiles import OpProfile
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
-# One decoder layer as the cost model sums it (tables.LAYER_OPS; phi-2 lacks the second norm)
+# One decoder layer as the cost model sums it (tables.LAYER_OPS; phi-2 lacks the second norm, and
+# its one timed add, attn + mlp + residual, is the whole residual path: counted once)
 LAYER_OP_COUNTS = {"input_layernorm": 1, "attn_pre_proj": 1, "attn_rope": 1,
                    "attn_post_proj": 1, "post_attention_layernorm": 1, "mlp_up_proj": 1,
                    "mlp_act": 1, "mlp_down_proj": 1, "add": 2}
@@ -32,7 +33,7 @@ CUT_TOKENS = 2048
 def _predict(target: OpProfile, pool: tuple[OpProfile, ...]) -> np.ndarray:
     hw = get_hardware(PROFILE_HARDWARE)
     scaled = scale_op(target.op, target.dims, pool, target.model, tp=target.tp,
-                      gated=target.gated)
+                      gated=target.gated, kernel=target.kernel)
     ms, _ = token_curve(scaled, hw, hw)
     return ms[target.tokens]
 
@@ -86,7 +87,7 @@ def lomo_detail(pool: tuple[OpProfile, ...]) -> dict[str, object]:
         for idx in _steps(prof.tokens, prof.median_ms):
             steps_total += 1
             steps_found += int(_placed(pred, int(idx)))
-        count = LAYER_OP_COUNTS.get(prof.op, 0)
+        count = LAYER_OP_COUNTS.get(prof.op, 0) // prof.kernel.launches
         key = (prof.model, prof.tp)
         if count:
             if key not in layer_tokens:
@@ -135,7 +136,7 @@ def _beyond(pool: tuple[OpProfile, ...]) -> dict[str, object]:
                                      median_ms=prof.median_ms[long_rows], cv=prof.cv[long_rows])
         hw = get_hardware(PROFILE_HARDWARE)
         scaled = scale_op(target.op, target.dims, cut_pool, target.model, tp=target.tp,
-                          gated=target.gated)
+                          gated=target.gated, kernel=target.kernel)
         ms, _ = token_curve(scaled, hw, hw, max_tokens=CUT_TOKENS)
         pred = np.array([extrapolate(ms.tolist(), int(m)) for m in target.tokens])
         err = (np.abs(pred - target.median_ms) / target.median_ms * 100.0).tolist()
