@@ -32,10 +32,20 @@ def sglang_python() -> Path | None:
     return py if py.is_file() and (venv / ".ppsched-recipe").is_file() else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(lo: int | None = None, hi: int | None = None) -> int:
+    """A free loopback port: any (the OS picks), or the first free one in [lo, hi]."""
+    if lo is None or hi is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    for port in range(lo, hi + 1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {lo}..{hi}")
 
 
 def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
@@ -57,7 +67,8 @@ def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
                 "--max-running-requests", str(max_running), "--context-length", str(context),
                 "--chunked-prefill-size", str(chunk), "--host", "127.0.0.1", "--port", str(port),
                 *shlex.split(os.environ.get("PPSCHED_LIVE_EXTRA_ARGS", "")), *extra]
-    return ["--model-path", str(model), "--device", "cpu", "--skip-tokenizer-init",
+    tokenizer = () if (Path(model) / "tokenizer.json").is_file() else ("--skip-tokenizer-init",)
+    return ["--model-path", str(model), "--device", "cpu", *tokenizer,
             "--pp-size", str(pp_size), "--attention-backend", "torch_native",
             "--sampling-backend", "pytorch", "--max-total-tokens", str(max_total_tokens),
             "--context-length", str(context), "--max-running-requests", str(max_running),

@@ -11,12 +11,10 @@ import logging
 import math
 import os
 import time
-from collections import Counter
+
+from ppsched.sglang_patch.metrics import PluginMetrics
 
 logger = logging.getLogger("ppsched.sglang_patch")
-
-COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
-            "fallbacks", "errors")
 
 
 def _clean(value):
@@ -30,29 +28,18 @@ def _clean(value):
 
 
 class DecisionLog:
-    def __init__(self, path: str | None, rank: int) -> None:
+    """JSONL records plus the counters; the file is opened here, so a bad path fails at start-up
+    (inside the caller's guard), never mid-run."""
+
+    def __init__(self, path: str | None, rank: int, metrics: PluginMetrics | None = None) -> None:
         self.rank = rank
-        self.counts: Counter[str] = Counter()
+        self.metrics = metrics or PluginMetrics(rank)
+        self.counts = self.metrics.counts
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else None
-        self._prom = self._prometheus()
         self._broken = False
 
-    def _prometheus(self) -> dict:
-        try:
-            from prometheus_client import Counter as PromCounter
-        except ImportError:
-            return {}
-        try:
-            return {name: PromCounter(f"ppsched_{name}", f"ppsched plugin: {name}", ["pp_rank"])
-                    for name in COUNTERS}
-        except ValueError:  # already registered in this process
-            return {}
-
     def count(self, name: str, n: int = 1) -> None:
-        self.counts[name] += n
-        metric = self._prom.get(name)
-        if metric is not None:
-            metric.labels(pp_rank=str(self.rank)).inc(n)
+        self.metrics.count(name, n)
 
     def write(self, kind: str, **fields) -> None:
         if self._fd is None or self._broken:

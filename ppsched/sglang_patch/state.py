@@ -53,6 +53,7 @@ class PluginState:
     inflight_timers: deque = field(default_factory=deque)  # CUDA events awaiting completion
     logged_once: set = field(default_factory=set)
     sched: object = None  # the Scheduler this process runs
+    agreement: object = None  # agreement.Agreement: act only once every rank enabled alike
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
