@@ -120,9 +120,9 @@ class Server:
             self._log_fh.close()
 
 
-def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None,
-           timeout_s: float = 240.0) -> Server:
-    """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
+def start(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None
+          ) -> Server:
+    """Start ``python -m sglang.launch_server args`` without waiting (e.g. a second node)."""
     port = int(args[args.index("--port") + 1])
     cpu = {} if os.environ.get("PPSCHED_LIVE_GPU") == "1" else \
         {"SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
@@ -131,7 +131,14 @@ def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | 
     proc = subprocess.Popen([str(python), "-m", "sglang.launch_server", *args], cwd="/",
                             stdout=fh, stderr=subprocess.STDOUT, env=full_env,
                             start_new_session=True)
-    server = Server(proc, port, log_path, fh)
+    return Server(proc, port, log_path, fh)
+
+
+def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None,
+           timeout_s: float = 240.0) -> Server:
+    """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
+    server = start(python, args, log_path, env)
+    proc = server.proc
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

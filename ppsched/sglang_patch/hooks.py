@@ -113,10 +113,10 @@ def _after_init_dispatcher(result, sched) -> None:
     state.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
                     controller=getattr(controller, "name", None),
                     trimmer=getattr(trimmer, "name", None), pp_size=state.pp_size)
-    _report(agreement, True, fingerprint(cfg.to_dict()))
-    _poll_agreement(state)
     logger.info("ppsched: plugin ready on PP rank %d: chunk=%s ds=%s launch_chunk=%d (acts once "
                 "every rank agrees)", rank, cfg.chunk, cfg.ds, launch_chunk)
+    _report(agreement, True, fingerprint(cfg.to_dict()))
+    _poll_agreement(state)
     return None
 
 
@@ -220,7 +220,8 @@ def _on_decision(msg: PpschedDecision) -> None:
 def _around_ingest(orig, sched, *args, **kwargs):
     st = STATE
     if st is not None:
-        if st.agreement.verdict is None and not st.agreement.decider:
+        ag = st.agreement
+        if ag is not None and ag.verdict is None and not ag.decider:
             _poll_agreement(st)  # for the gauge and the log line only; the decider gates
         st.iteration += 1
         st.pending = None
@@ -240,7 +241,7 @@ def _after_pull(result, receiver):
     st = STATE
     if st is None or result is None or st.rank != 0 or not st.active:
         return None
-    if not _poll_agreement(st):  # no decision until every rank can apply it
+    if st.agreement is not None and not _poll_agreement(st):  # none until all can apply it
         return None
     try:
         msg = decide(st, st.sched, result)
@@ -353,7 +354,7 @@ def _around_decode(orig, sched, batch, *args, **kwargs):
 
 def _around_run_batch(orig, sched, batch, *args, **kwargs):
     st = STATE
-    if st is None:
+    if st is None or getattr(st.agreement, "verdict", None) is False:  # off everywhere: stock
         return orig(sched, batch, *args, **kwargs)
     import time
 
