@@ -11,12 +11,14 @@ streams no text). Decoding ids and encoding the text back gives the same ids.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("model_dir")
+    parser.add_argument("out_dir")
     parser.add_argument("--vocab", type=int, default=1024)
     args = parser.parse_args(argv)
 
@@ -31,9 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     core.decoder = decoders.WordPiece(prefix="##")  # joins words with single spaces
     fast = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", bos_token="<s>",
                                    eos_token="</s>")
-    fast.save_pretrained(args.model_dir)
+    fast.save_pretrained(args.out_dir)
+    if (Path(args.out_dir) / "config.json").exists():
+        parser.error(f"{args.out_dir} has a config.json: write the tokenizer to its own folder")
+    config_path = Path(args.out_dir) / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config_path.write_text(json.dumps(config, indent=2))
+
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(args.out_dir)
     ids = [5, 17, 1000, 3, 1, 171, 2, 12]
-    assert fast.encode(fast.decode(ids), add_special_tokens=False) == ids
+    assert loaded.encode(loaded.decode(ids), add_special_tokens=False) == ids
+    assert loaded.encode("The capital city", add_special_tokens=False) == [0, 0, 0]  # unknown
     return 0
 
 

@@ -41,21 +41,22 @@ COUNTED = {"decisions": ("decision", lambda r: 1), "chunk_applied": ("chunk_appl
 def bench(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bench-serving")
     model = make_tiny_model(PY, tmp / "tiny")
+    tokenizer = tmp / "tokenizer"  # its own folder (see the script)
     subprocess.run([str(PY), "-I", str(REPO / "scripts" / "make_offline_tokenizer.py"),
-                    str(model)], check=True, capture_output=True, timeout=300, cwd="/")
+                    str(tokenizer)], check=True, capture_output=True, timeout=300, cwd="/")
     log = tmp / "decisions.jsonl"
     env = {**{k: "" for k in os.environ if k.startswith("PPSCHED_")},
            "PPSCHED_CHUNK": "predictive", "PPSCHED_DS": "on", "PPSCHED_CANDIDATES": "32,64,128",
            "PPSCHED_BOUNDARY_UNIT": "4", "PPSCHED_DECISION_LOG": str(log)}
     port = free_port(32000, 32999)
-    args = cpu_args(model, port, chunk=128, extra=("--enable-metrics",))
+    args = cpu_args(model, port, chunk=128, extra=("--enable-metrics",), tokenizer=tokenizer)
     assert "--skip-tokenizer-init" not in args  # the server tokenizes: bench_serving sees text
     server = launch(PY, args, tmp / "server.log", env=env)
     out = tmp / "bench.jsonl"
     try:
         done = subprocess.run(
             [str(PY), "-m", "sglang.bench_serving", "--backend", "sglang", "--host", "127.0.0.1",
-             "--port", str(port), "--dataset-name", "random-ids", "--tokenizer", str(model),
+             "--port", str(port), "--dataset-name", "random-ids", "--tokenizer", str(tokenizer),
              "--num-prompts", str(PROMPTS), "--random-input-len", "200",
              "--random-output-len", "16", "--random-range-ratio", "0.5", "--request-rate", "4",
              "--seed", "1", "--disable-tqdm", "--output-file", str(out)],

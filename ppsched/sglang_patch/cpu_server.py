@@ -56,8 +56,11 @@ def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
 
 def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
              max_running: int = 16, max_total_tokens: int = 8192, context: int = 1024,
-             extra: tuple[str, ...] = ()) -> list[str]:
+             extra: tuple[str, ...] = (), tokenizer: Path | None = None) -> list[str]:
     """The CPU recipe of docs/SGLANG_PLUGIN.md (torch_native attention, no CUDA graphs).
+
+    ``tokenizer``: a folder from scripts/make_offline_tokenizer.py; the server then streams text
+    (for text clients such as bench_serving) instead of running with --skip-tokenizer-init.
 
     With PPSCHED_LIVE_GPU=1 the CPU-only flags are left out and PPSCHED_LIVE_EXTRA_ARGS (shell
     words) are appended: the live tests then run on a GPU install against a real model.
@@ -67,8 +70,8 @@ def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
                 "--max-running-requests", str(max_running), "--context-length", str(context),
                 "--chunked-prefill-size", str(chunk), "--host", "127.0.0.1", "--port", str(port),
                 *shlex.split(os.environ.get("PPSCHED_LIVE_EXTRA_ARGS", "")), *extra]
-    tokenizer = () if (Path(model) / "tokenizer.json").is_file() else ("--skip-tokenizer-init",)
-    return ["--model-path", str(model), "--device", "cpu", *tokenizer,
+    text = ("--tokenizer-path", str(tokenizer)) if tokenizer else ("--skip-tokenizer-init",)
+    return ["--model-path", str(model), "--device", "cpu", *text,
             "--pp-size", str(pp_size), "--attention-backend", "torch_native",
             "--sampling-backend", "pytorch", "--max-total-tokens", str(max_total_tokens),
             "--context-length", str(context), "--max-running-requests", str(max_running),
