@@ -209,15 +209,17 @@ def test_time_limit_writes_partial_results(fake_server, tmp_path, capsys):
 def test_sigterm_writes_partial_results(fake_server, tmp_path):
     FakeSGLang.token_delay_s = 0.05
     proc = subprocess.Popen([sys.executable, "-m", "ppsched.cli.main", "run", "--engine",
-                             fake_server, "--workload", "synthetic-decode", "--rate", "2",
+                             fake_server, "--workload", "synthetic-decode", "--rate", "20",
                              "--num-requests", "8", "--out", str(tmp_path / "a")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while len(FakeSGLang.seen) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
+    t = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    assert time.monotonic() - t < 10  # open streams were closed, not waited for
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["live_interrupted"].startswith("interrupted")
     assert "PARTIAL" in out

@@ -77,36 +77,34 @@ class ReplayOutcome:
 
 
 class _Cancel:
-    """Open connections of the replay; ``stop`` shuts them down so every stream ends now."""
+    """Open sockets of the replay; ``stop`` shuts them down so every stream ends now."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
-        self._conns: set = set()
+        self._socks: set = set()
         self._lock = threading.Lock()
 
-    def register(self, conn) -> bool:
+    def register(self, sock) -> bool:
         with self._lock:
             if self.reason is not None:
                 return False
-            self._conns.add(conn)
+            self._socks.add(sock)
             return True
 
-    def unregister(self, conn) -> None:
+    def unregister(self, sock) -> None:
         with self._lock:
-            self._conns.discard(conn)
+            self._socks.discard(sock)
 
     def stop(self, reason: str) -> None:
         with self._lock:
             if self.reason is None:
                 self.reason = reason
-            conns = list(self._conns)
-        for conn in conns:
-            sock = getattr(conn, "sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            socks = list(self._socks)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def prompt_ids(spec: RequestSpec, seed: int) -> list[int]:
