@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.request
 from collections import Counter
 
@@ -62,6 +63,7 @@ def bench(tmp_path_factory):
              "--seed", "1", "--disable-tqdm", "--output-file", str(out)],
             capture_output=True, text=True, timeout=900, cwd="/",
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        time.sleep(3.0)  # the PP loop drains its last microbatches after the last token
         metrics = urllib.request.urlopen(server.url + "/metrics", timeout=30).read().decode()
         healthy = server.healthy()
     finally:
