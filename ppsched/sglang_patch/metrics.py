@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
-            "fallbacks", "errors")
+            "fallbacks", "errors",
+            # counted by main's device-timing and hold-accounting code (issue 15)
+            "hold_decisions", "holds_dropped", "stage_refused")
 
 _CREATED: dict[str, object] = {}  # one registration per process (re-created on a test reset)
 
