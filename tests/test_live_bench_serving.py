@@ -63,9 +63,11 @@ def bench(tmp_path_factory):
              "--seed", "1", "--disable-tqdm", "--output-file", str(out)],
             capture_output=True, text=True, timeout=900, cwd="/",
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-        time.sleep(3.0)  # the PP loop drains its last microbatches after the last token
-        metrics = urllib.request.urlopen(server.url + "/metrics", timeout=30).read().decode()
+        # /health runs a one-token generation (a decision too): check it first, let the PP loop
+        # drain, then scrape; the log is read after the server stopped.
         healthy = server.healthy()
+        time.sleep(3.0)
+        metrics = urllib.request.urlopen(server.url + "/metrics", timeout=30).read().decode()
     finally:
         server.stop()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
