@@ -77,3 +77,31 @@ def test_bad_config_file(tmp_path, content, needle):
 def test_missing_config_file(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         config_from_env({"PPSCHED_CONFIG": str(tmp_path / "absent.json")})
+
+
+def test_decision_log_must_be_a_writable_file(tmp_path):
+    base = {"PPSCHED_CHUNK": "static:8"}
+    with pytest.raises(UserError, match="is a folder"):
+        config_from_env({**base, "PPSCHED_DECISION_LOG": str(tmp_path)})
+    ok = config_from_env({**base, "PPSCHED_DECISION_LOG": str(tmp_path / "new.jsonl")})
+    assert ok.decision_log == str(tmp_path / "new.jsonl")
+    assert not (tmp_path / "new.jsonl").exists()  # checked, not created
+
+
+def test_unknown_hardware_names_the_variable():
+    with pytest.raises(UserError, match="PPSCHED_HARDWARE='tpu'"):
+        config_from_env({"PPSCHED_CHUNK": "static:8", "PPSCHED_HARDWARE": "tpu"})
+
+
+def test_a_log_that_cannot_open_fails_at_start_up_not_mid_run(tmp_path):
+    """DecisionLog opens the file in its constructor (inside the start-up guard)."""
+    from ppsched.sglang_patch.decision_log import DecisionLog
+
+    with pytest.raises(IsADirectoryError):
+        DecisionLog(str(tmp_path), 0)
+    log = DecisionLog(str(tmp_path / "ok.jsonl"), 3)
+    log.write("x", a=1)
+    log.write("y", b=[1, 2])
+    log.flush()
+    lines = (tmp_path / "ok.jsonl").read_text().splitlines()
+    assert [line.count('"rank": 3') for line in lines] == [1, 1]

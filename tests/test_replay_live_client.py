@@ -1,7 +1,11 @@
 """Live replay client against an in-process fake of SGLang's streaming /generate (no SGLang)."""
 
 import json
+import signal
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
@@ -16,15 +20,20 @@ from ppsched.sglang_patch.http_client import Endpoint
 
 class FakeSGLang(BaseHTTPRequestHandler):
     short_by = 0  # tokens the fake drops (to test exact-length checking)
+    token_delay_s = 0.0
     seen: list = []
 
     def log_message(self, *args):
         pass
 
     def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Length", "0")
+        body = b""
+        if self.path == "/server_info":
+            body = json.dumps({"context_length": 300}).encode()
+        self.send_response(200 if self.path in ("/health", "/server_info") else 404)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -35,6 +44,7 @@ class FakeSGLang(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for i in range(1, n + 1):
+                time.sleep(type(self).token_delay_s)
                 # Cumulative ids, as SGLang streams them without incremental streaming.
                 chunk = {"output_ids": [len(body["input_ids"]) + k for k in range(i)],
                          "meta_info": {"completion_tokens": i,
@@ -49,6 +59,7 @@ class FakeSGLang(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_server():
     FakeSGLang.short_by = 0
+    FakeSGLang.token_delay_s = 0.0
     FakeSGLang.seen = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeSGLang)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -123,3 +134,94 @@ def test_bad_replay_options():
         ReplayOptions(concurrency=0)
     with pytest.raises(UserError, match="timeout"):
         ReplayOptions(timeout_s=0)
+
+
+def _run(url, out, *extra):
+    return main(["run", "--engine", url, "--workload", "synthetic-decode", "--rate", "50",
+                 "--num-requests", "6", "--out", str(out), "--progress-every", "0", *extra])
+
+
+def test_summary_reads_like_bench_serving(fake_server, tmp_path, capsys):
+    FakeSGLang.token_delay_s = 0.002
+    assert _run(fake_server, tmp_path / "a") == 0
+    out = capsys.readouterr().out
+    for head in ("throughput ", "TTFT ", "TPOT ", "ITL ", "E2E ", "SLO ", "goodput ", "clock "):
+        assert any(line.startswith(head) for line in out.splitlines()), head
+    assert "mean" in out and "p99" in out and "scheduled arrival" in out
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    done = json.loads((tmp_path / "a" / "summary.json").read_text())["completed"]
+    assert done == 6 and summary["request_throughput_rps"] > 0
+    assert summary["live_max_context"] == 300  # taken from the server's /server_info
+    assert summary["itl_ms"]["p50"] >= 1.0  # 2 ms per token, pooled
+
+
+def test_failures_are_listed_by_reason(fake_server, tmp_path, capsys):
+    FakeSGLang.short_by = 1
+    assert _run(fake_server, tmp_path / "a") == 1
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    reasons = summary["live_failures_by_reason"]
+    assert sum(reasons.values()) == 6 and all("tokens" in r for r in reasons)
+    failed = [line for line in out.splitlines() if line.startswith("failed ")]
+    assert len(failed) == len(reasons) and all(" x got " in line for line in failed)
+
+
+def test_itl_is_pooled_over_every_token():
+    from ppsched.experiments.live_summary import pooled_itl_ms
+
+    gaps = pooled_itl_ms([[0.0, 0.1, 0.3], [1.0, 1.05]])
+    assert [round(g, 6) for g in gaps] == [100.0, 200.0, 50.0]
+
+
+def test_ttft_from_send_excludes_the_wait_for_a_connection(fake_server):
+    FakeSGLang.token_delay_s = 0.1
+    two = [RequestSpec(0, 0.0, 5, 3), RequestSpec(1, 0.0, 5, 3)]  # one connection: 1 waits
+    arrival, _ = replay(fake_server, two, ReplayOptions(concurrency=1))
+    send, _ = replay(fake_server, two, ReplayOptions(concurrency=1, ttft_from="send"))
+    waited = max(arrival, key=lambda r: r.ttft_ms)
+    assert waited.ttft_ms >= 300  # 3 tokens x 100 ms of the other request, then its own
+    assert max(r.ttft_ms for r in send) < 250  # only its own first token
+    assert all(abs(a.tpot_ms - b.tpot_ms) < 60 for a, b in zip(arrival, send, strict=True))
+
+
+@pytest.mark.parametrize("flag", [["--chunk", "predictive"], ["--ds", "on"]])
+def test_live_refuses_policy_flags(fake_server, tmp_path, capsys, flag):
+    assert _run(fake_server, tmp_path / "a", *flag) == 2
+    err = capsys.readouterr().err
+    assert flag[0] in err and "ppsched serve" in err
+
+
+def test_time_limit_writes_partial_results(fake_server, tmp_path, capsys):
+    FakeSGLang.token_delay_s = 0.005
+    # Arrivals at 1.6, 2.0, 2.7, 2.8, 2.9, 3.8 s (seed 0); ~0.15 s of tokens each: the first
+    # finishes well inside the limit, the last is never sent.
+    code = main(["run", "--engine", fake_server, "--workload", "synthetic-decode", "--rate",
+                 "2", "--num-requests", "6", "--max-context", "30", "--out", str(tmp_path / "a"),
+                 "--time-limit", "3.3", "--progress-every", "0.3"])
+    captured = capsys.readouterr()
+    assert code == 130
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["live_interrupted"].startswith("--time-limit")
+    assert summary["requests"] == 6 and 0 < summary["live_failed"] < 6
+    assert all(r.startswith("unfinished: --time-limit") for r in summary["live_failures"])
+    assert "PARTIAL" in captured.out and "progress " in captured.err
+    assert len(pd.read_csv(tmp_path / "a" / "requests.csv")) == 6
+
+
+def test_sigterm_writes_partial_results(fake_server, tmp_path):
+    FakeSGLang.token_delay_s = 0.05
+    proc = subprocess.Popen([sys.executable, "-m", "ppsched.cli.main", "run", "--engine",
+                             fake_server, "--workload", "synthetic-decode", "--rate", "20",
+                             "--num-requests", "8", "--out", str(tmp_path / "a")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(FakeSGLang.seen) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t < 10  # open streams were closed, not waited for
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["live_interrupted"].startswith("interrupted")
+    assert "PARTIAL" in out

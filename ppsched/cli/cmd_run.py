@@ -11,6 +11,8 @@ from ppsched.dcp.registry import CHUNK_SPECS
 from ppsched.experiments.run_config import HARDWARE, RunConfig
 from ppsched.traces import add_workload_args, workload_from_args
 
+DEFAULT_CHUNK = "static:2048"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,9 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="qwen2.5-32b, qwen2.5-14b or a path to an HF config.json")
     parser.add_argument("--hardware", default="a100-40g-pcie", help=" or ".join(HARDWARE))
     parser.add_argument("--parallel", default="pp4", help="ppN or tpN (e.g. pp4, tp4)")
-    parser.add_argument("--chunk", default="static:2048",
-                        help=f"chunk controller: {', '.join(CHUNK_SPECS)}")
-    parser.add_argument("--ds", default="off", help="delay scheduling: on or off")
+    parser.add_argument("--chunk", default=None,
+                        help=f"chunk controller: {', '.join(CHUNK_SPECS)} (default "
+                             f"{DEFAULT_CHUNK}; simulator only: a live server's policy is set "
+                             "by `ppsched serve`)")
+    parser.add_argument("--ds", default=None,
+                        help="delay scheduling: on or off (default off; simulator only)")
     parser.add_argument("--ds-max-consecutive", type=int, default=1,
                         help="most consecutive decode turns a request may be held (DS)")
     parser.add_argument("--slo-ttft-ms", type=float, default=PAPER_TTFT_MS)
@@ -55,6 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="live replay: most requests in flight at once")
     parser.add_argument("--request-timeout", type=float, default=600.0,
                         help="live replay: seconds before a request counts as failed")
+    parser.add_argument("--ttft-from", choices=("arrival", "send"), default="arrival",
+                        help="live replay: start TTFT/E2E at the scheduled arrival (default; a "
+                             "wait for a free connection counts) or at the send (as "
+                             "sglang.bench_serving)")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="live replay: stop after this many seconds and write what finished")
+    parser.add_argument("--progress-every", type=float, default=5.0,
+                        help="live replay: seconds between progress lines on stderr (0: none)")
     parser.add_argument("--out", required=True, help="output directory")
     add_workload_args(parser)
     parser.set_defaults(handler=run_command)
@@ -62,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(model=args.model, hardware=args.hardware, parallel=args.parallel,
-                     chunk=args.chunk, ds=args.ds, ds_max_consecutive=args.ds_max_consecutive,
+                     chunk=args.chunk or DEFAULT_CHUNK, ds=args.ds or "off",
+                     ds_max_consecutive=args.ds_max_consecutive,
                      slo=Slo(args.slo_ttft_ms, args.slo_tpot_ms), seed=args.seed,
                      mem_fraction_static=args.mem_fraction_static,
                      max_running_requests=args.max_running_requests,
@@ -77,6 +91,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def run_command(args: argparse.Namespace) -> int:
     engine = args.engine.strip()
     if engine.startswith(("http://", "https://")):
+        for flag, value in (("--chunk", args.chunk), ("--ds", args.ds)):
+            if value is not None:
+                raise UserError(f"{flag} {value!r} with --engine {engine}: a live server's "
+                                "scheduling policy is chosen when it starts; use `ppsched serve "
+                                f"{flag} {value} -- ...` and replay without {flag}")
         try:
             live = importlib.import_module("ppsched.experiments.live_replay")
         except ModuleNotFoundError as exc:

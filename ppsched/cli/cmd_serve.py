@@ -1,9 +1,11 @@
 """``ppsched serve [ppsched options] -- [sglang options]``: SGLang with the plugin configured.
 
-Sets the PPSCHED_* variables the plugin reads in every scheduler process, adds the flags the
-plugin needs (``--chunked-prefill-size`` = the largest candidate), refuses SGLang's own dynamic
-chunking, prints the effective command, and replaces itself with ``python -m
-sglang.launch_server`` (so signals reach SGLang directly).
+Validates every plugin setting by building the policies as the schedulers will (exit 2 with one
+line on any problem, before anything starts), finds an interpreter with SGLang, sets the
+PPSCHED_* variables the plugin reads in every scheduler process, adds the flags the plugin needs
+(``--chunked-prefill-size`` = the largest candidate), refuses SGLang's own dynamic chunking,
+prints the effective command, and replaces itself with ``python -m sglang.launch_server`` (so
+signals reach SGLang directly).
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ import sys
 from ppsched.core.errors import UserError
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS
 from ppsched.sglang_patch.config import config_from_env
+from ppsched.sglang_patch.interpreter import find_sglang_python
+from ppsched.sglang_patch.preflight import ServerFacts, build_checked
+
+# SGLang's --chunked-prefill-size when none is given depends on the GPU; this is what the plugin
+# is checked against before launch then (the real value is checked again at start-up).
+SGLANG_DEFAULT_CHUNK = 8192
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the server's --model-path")
     parser.add_argument("--hardware", default="a100-40g-pcie")
     parser.add_argument("--decision-log", default=None, help="JSONL decision log path")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter with sglang installed (default: this one)")
+    parser.add_argument("--python", default=None,
+                        help="interpreter with sglang and ppsched installed (default: "
+                             "$PPSCHED_SGLANG_PYTHON, else this one if it has sglang, else the "
+                             "CPU venv of scripts/setup_sglang_cpu.sh)")
+    parser.add_argument("--force", action="store_true",
+                        help="hook SGLang even if its version or hooked functions differ from "
+                             "the ones the plugin was written for (PPSCHED_FORCE=1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and environment, start nothing")
     parser.add_argument("sglang_args", nargs=argparse.REMAINDER,
@@ -63,6 +76,8 @@ def plugin_env(args: argparse.Namespace) -> dict[str, str]:
                 "PPSCHED_BOUNDARY_UNIT": None if args.boundary_unit is None
                 else str(args.boundary_unit)}
     env.update({k: v for k, v in optional.items() if v is not None})
+    if args.force:
+        env["PPSCHED_FORCE"] = "1"
     return env
 
 
@@ -104,7 +119,32 @@ def sglang_command(args: argparse.Namespace, cfg) -> list[str]:
         if not ok:
             raise UserError(f"--chunked-prefill-size {given!r}: the plugin needs chunked "
                             "prefill, expected a positive int")
-    return [args.python, "-m", "sglang.launch_server", *rest]
+    return ["python", "-m", "sglang.launch_server", *rest]
+
+
+def _int_flag(rest: list[str], flag: str, default: int) -> int:
+    raw = _flag_value(rest, flag)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserError(f"{flag} {raw!r} after `--`: expected an integer") from None
+
+
+def server_facts(rest: list[str], cfg) -> ServerFacts:
+    """The facts the plugin will see inside SGLang, read from the launch flags."""
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    chunk = _int_flag(rest, "--chunked-prefill-size",
+                      max(cfg.candidates) if cfg.candidates else SGLANG_DEFAULT_CHUNK)
+    context = _flag_value(rest, "--context-length")
+    return ServerFacts(
+        model_path=_flag_value(rest, "--model-path") or _flag_value(rest, "--model"),
+        context_length=_int_flag(rest, "--context-length", 0) if context else None,
+        pp_size=_int_flag(rest, "--pp-size", _int_flag(rest, "--pipeline-parallel-size", 1)),
+        tp_size=_int_flag(rest, "--tp-size", _int_flag(rest, "--tensor-parallel-size", 1)),
+        launch_chunk=chunk, dynamic_chunking="--enable-dynamic-chunking" in rest)
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -113,6 +153,17 @@ def serve_command(args: argparse.Namespace) -> int:
     if cfg is None:
         raise UserError("--chunk and --ds configure nothing: expected at least one of them on")
     cmd = sglang_command(args, cfg)
+    # Build the policies exactly as every scheduler will: a bad name, model, profile or DS at
+    # --pp-size 1 fails here, before SGLang starts, instead of leaving a stock server behind.
+    build_checked(cfg, server_facts(args.sglang_args, cfg))
+    try:
+        python = find_sglang_python(args.python)
+    except UserError as exc:
+        if not args.dry_run:
+            raise
+        python = args.python or sys.executable  # a dry run only shows the command
+        print(f"ppsched: note: {exc}", file=sys.stderr)
+    cmd[0] = python
     shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env_add.items()))
     print(f"ppsched: {shown} {shlex.join(cmd)}", flush=True)
     if args.dry_run:
@@ -121,5 +172,5 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         os.execvpe(cmd[0], cmd, env)
     except OSError as exc:
-        raise UserError(f"--python {args.python!r}: cannot start it ({exc.strerror})") from None
+        raise UserError(f"--python {python!r}: cannot start it ({exc.strerror})") from None
     return 0  # unreachable: exec replaced this process

@@ -24,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate", help="per-op MAPE of the cost model vs measured A100 medians: profiled "
                          "shapes, interpolation hold-out, leave-one-model-out")
     val.add_argument("--data-dir", default=None,
-                     help="data folder with profiles/a100 (default: $PPSCHED_DATA_DIR or data/)")
+                     help="data folder with profiles/a100 "
+                          "(default: $PPSCHED_DATA_DIR, else ppsched/data)")
     val.add_argument("--json", action="store_true", help="print the full result as JSON")
     val.set_defaults(handler=_validate)

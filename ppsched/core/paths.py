@@ -1,4 +1,8 @@
-"""Where the vendored data lives: set by --data-dir or PPSCHED_DATA_DIR, never downloaded."""
+"""Where the vendored data lives: --data-dir, else $PPSCHED_DATA_DIR, else the package's own copy.
+
+The data ships inside the package (``ppsched/data``), so a wheel install finds it with no
+checkout and no environment variable; nothing is ever downloaded.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,13 @@ from pathlib import Path
 
 from ppsched.core.errors import UserError
 
-REPO_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+PACKAGE_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 ENV_DATA_DIR = "PPSCHED_DATA_DIR"
 
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory: override, else $PPSCHED_DATA_DIR, else the repo's vendored data/."""
-    chosen = override or os.environ.get(ENV_DATA_DIR) or REPO_DATA_DIR
+    """The data directory: override, else $PPSCHED_DATA_DIR, else the packaged ppsched/data/."""
+    chosen = override or os.environ.get(ENV_DATA_DIR) or PACKAGE_DATA_DIR
     path = Path(chosen)
     if not path.is_dir():
         raise UserError(f"data directory {str(path)!r} does not exist; expected a folder with "

@@ -1,16 +1,25 @@
 """``ppsched run --engine http://HOST:PORT``: replay a workload against a live SGLang server.
 
 Sends each request at its arrival time (bounded concurrency: a request waits for a free
-connection, and its TTFT includes that wait, as a real client's would), streams ``/generate``
-with exact prompt token ids, and writes the simulator's files (summary.json, requests.csv) plus
-outputs.jsonl (the generated token ids). Times are seconds from the replay's start.
+connection), streams ``/generate`` with exact prompt token ids, and writes the simulator's files
+(summary.json, requests.csv) plus outputs.jsonl (the generated token ids). Times are seconds
+from the replay's start. TTFT/E2E start at the scheduled arrival (``ttft_from="arrival"``: the
+wait for a free connection counts, as for a real user) or at the send (``"send"``: as
+``sglang.bench_serving`` measures). A progress line goes to stderr; Ctrl-C, SIGTERM or
+``--time-limit`` stop the run early and still write every file, unfinished requests recorded as
+failed with the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import math
+import signal
+import socket
+import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,11 +30,13 @@ import numpy as np
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord, RequestSpec
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS, Slo
+from ppsched.experiments.live_summary import TTFT_FROM, live_figures, pooled_itl_ms, report_lines
 from ppsched.sglang_patch.http_client import (
     Endpoint,
     StreamResult,
     check_server,
     generate_stream,
+    get_json,
 )
 
 DEFAULT_CONCURRENCY = 256
@@ -40,12 +51,60 @@ class ReplayOptions:
     seed: int = 0
     abort_ids: frozenset[int] = frozenset()  # close these streams after a few tokens
     abort_after_tokens: int = 2
+    ttft_from: str = "arrival"
+    time_limit_s: float | None = None  # stop the whole run after this long (partial results)
+    progress_every_s: float | None = None  # None: no progress line
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise UserError(f"concurrency={self.concurrency}: expected an int >= 1")
         if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
             raise UserError(f"request timeout {self.timeout_s!r}: expected seconds > 0")
+        if self.ttft_from not in TTFT_FROM:
+            raise UserError(f"--ttft-from {self.ttft_from!r}: expected one of "
+                            f"{', '.join(TTFT_FROM)}")
+        if self.time_limit_s is not None and not (math.isfinite(self.time_limit_s)
+                                                  and self.time_limit_s > 0):
+            raise UserError(f"--time-limit {self.time_limit_s!r}: expected seconds > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOutcome:
+    records: list[RequestRecord]
+    results: list[StreamResult]
+    wall_s: float
+    interrupted: str | None  # why the run stopped early; None: it ran to the end
+
+
+class _Cancel:
+    """Open sockets of the replay; ``stop`` shuts them down so every stream ends now."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._socks: set = set()
+        self._lock = threading.Lock()
+
+    def register(self, sock) -> bool:
+        with self._lock:
+            if self.reason is not None:
+                return False
+            self._socks.add(sock)
+            return True
+
+    def unregister(self, sock) -> None:
+        with self._lock:
+            self._socks.discard(sock)
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            socks = list(self._socks)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def prompt_ids(spec: RequestSpec, seed: int) -> list[int]:
@@ -54,55 +113,122 @@ def prompt_ids(spec: RequestSpec, seed: int) -> list[int]:
     return rng.integers(TOKEN_LOW, TOKEN_HIGH, size=spec.prompt_tokens).tolist()
 
 
-async def _replay(ep: Endpoint, specs: Sequence[RequestSpec], opts: ReplayOptions
-                  ) -> tuple[float, list[StreamResult]]:
+async def _replay(ep: Endpoint, specs: Sequence[RequestSpec], opts: ReplayOptions,
+                  cancel: _Cancel, t0: float) -> list[StreamResult]:
     sem = asyncio.Semaphore(opts.concurrency)
-    t0 = time.perf_counter()
+    counts = {"sent": 0, "done": 0, "failed": 0}
 
     async def one(spec: RequestSpec) -> StreamResult:
-        delay = t0 + spec.arrival_s - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        while cancel.reason is None and (delay := t0 + spec.arrival_s - time.perf_counter()) > 0:
+            await asyncio.sleep(min(delay, 0.25))
         async with sem:
+            if cancel.reason is not None:
+                return StreamResult(spec.req_id, error="not sent")
+            counts["sent"] += 1
             abort = opts.abort_after_tokens if spec.req_id in opts.abort_ids else None
-            return await asyncio.to_thread(
+            res = await asyncio.to_thread(
                 generate_stream, ep, spec.req_id, prompt_ids(spec, opts.seed),
-                spec.output_tokens, timeout_s=opts.timeout_s, abort_after=abort)
+                spec.output_tokens, timeout_s=opts.timeout_s, abort_after=abort, cancel=cancel)
+        counts["done"] += 1
+        counts["failed"] += bool(res.error or res.completion_tokens != spec.output_tokens)
+        return res
 
-    results = await asyncio.gather(*(one(s) for s in specs))
-    return t0, list(results)
+    async def progress() -> None:
+        while True:
+            await asyncio.sleep(opts.progress_every_s)
+            print(f"progress   {counts['done']}/{len(specs)} finished ({counts['failed']} "
+                  f"failed), {counts['sent'] - counts['done']} in flight, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+    tasks = [asyncio.ensure_future(one(s)) for s in specs]
+    ticker = asyncio.ensure_future(progress()) if opts.progress_every_s else None
+    try:
+        if opts.time_limit_s is not None:
+            _, pending = await asyncio.wait(tasks, timeout=opts.time_limit_s)
+            if pending:
+                cancel.stop(f"--time-limit {opts.time_limit_s:g} s reached")
+        return list(await asyncio.gather(*tasks))
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+
+
+def replay_run(url: str, specs: Sequence[RequestSpec], opts: ReplayOptions | None = None
+               ) -> ReplayOutcome:
+    """Replay specs against the server at url; Ctrl-C (KeyboardInterrupt) ends it early with
+    every result so far."""
+    opts = opts or ReplayOptions()
+    ep = Endpoint.parse(url)
+    check_server(ep)
+    cancel = _Cancel()
+    loop = asyncio.new_event_loop()
+    # Enough threads for the concurrency bound (the default pool is min(32, cpus + 4)).
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(opts.concurrency, len(specs)) or 1)
+    loop.set_default_executor(pool)
+    t0 = time.perf_counter()
+    main = loop.create_task(_replay(ep, specs, opts, cancel, t0))
+    try:
+        try:
+            results = loop.run_until_complete(main)
+        except KeyboardInterrupt:
+            cancel.stop("interrupted (Ctrl-C or SIGTERM)")
+            results = loop.run_until_complete(main)  # the streams end at once now
+    finally:
+        loop.close()
+        pool.shutdown(wait=False)
+    wall = time.perf_counter() - t0
+    records = [to_record(spec, res, t0, opts.ttft_from, cancel.reason)
+               for spec, res in zip(specs, results, strict=True)]
+    return ReplayOutcome(records, results, wall, cancel.reason)
 
 
 def replay(url: str, specs: Sequence[RequestSpec], opts: ReplayOptions | None = None
            ) -> tuple[list[RequestRecord], list[StreamResult]]:
     """Replay specs against the server at url; (records, raw stream results), in spec order."""
-    opts = opts or ReplayOptions()
-    ep = Endpoint.parse(url)
-    check_server(ep)
-    import concurrent.futures
-
-    loop = asyncio.new_event_loop()
-    # Enough threads for the concurrency bound (the default pool is min(32, cpus + 4)).
-    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(
-        max_workers=min(opts.concurrency, len(specs)) or 1))
-    try:
-        t0, results = loop.run_until_complete(_replay(ep, specs, opts))
-    finally:
-        loop.close()
-    return [to_record(spec, res, t0) for spec, res in zip(specs, results, strict=True)], results
+    out = replay_run(url, specs, opts)
+    return out.records, out.results
 
 
-def to_record(spec: RequestSpec, res: StreamResult, t0: float) -> RequestRecord:
+def to_record(spec: RequestSpec, res: StreamResult, t0: float, ttft_from: str = "arrival",
+              stopped: str | None = None) -> RequestRecord:
     """A finished stream with exactly the requested tokens is complete; anything else is not."""
     ok = (not res.error and not res.aborted_by_client
           and res.completion_tokens == spec.output_tokens and len(res.token_s) > 0)
     if not ok:
-        reason = ("aborted by client" if res.aborted_by_client else res.error
-                  or f"got {res.completion_tokens} of {spec.output_tokens} tokens")
+        if res.aborted_by_client:
+            reason = "aborted by client"
+        elif stopped is not None:
+            reason = f"unfinished: {stopped}"
+        else:
+            reason = res.error or f"got {res.completion_tokens} of {spec.output_tokens} tokens"
         return RequestRecord(spec.req_id, spec.arrival_s, spec.prompt_tokens, spec.output_tokens,
                              rejected=True, reject_reason=reason)
+    # "send": the clock starts when the request went out (bench_serving's definition); the
+    # record keeps the scheduled arrival, so its token times shift by the wait for a connection.
+    clock_start = t0 + spec.arrival_s if ttft_from == "arrival" else res.sent_s
+    first = spec.arrival_s + (res.token_s[0] - clock_start)
+    last = spec.arrival_s + (res.token_s[-1] - clock_start)
     return RequestRecord(spec.req_id, spec.arrival_s, spec.prompt_tokens, spec.output_tokens,
-                         first_token_s=res.token_s[0] - t0, finish_s=res.token_s[-1] - t0)
+                         first_token_s=first, finish_s=last)
+
+
+def server_context_length(ep: Endpoint) -> int | None:
+    """The server's context length (``/server_info``, else ``/get_model_info``); None if neither
+    says."""
+    for path in ("/server_info", "/get_model_info"):
+        try:
+            info = get_json(ep, path, timeout_s=10)
+        except (OSError, ValueError):
+            continue
+        for key in ("context_length", "max_context_length", "context_len"):
+            value = info.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise KeyboardInterrupt
 
 
 def run_live(args) -> int:
@@ -114,28 +240,52 @@ def run_live(args) -> int:
     ep = Endpoint.parse(args.engine)
     opts = ReplayOptions(concurrency=int(getattr(args, "concurrency", DEFAULT_CONCURRENCY)),
                          timeout_s=float(getattr(args, "request_timeout", DEFAULT_TIMEOUT_S)),
-                         seed=int(getattr(args, "seed", 0) or 0))
+                         seed=int(getattr(args, "seed", 0) or 0),
+                         ttft_from=getattr(args, "ttft_from", "arrival"),
+                         time_limit_s=getattr(args, "time_limit", None),
+                         progress_every_s=float(getattr(args, "progress_every", 5.0)) or None)
     slo = Slo(float(getattr(args, "slo_ttft_ms", PAPER_TTFT_MS)),
               float(getattr(args, "slo_tpot_ms", PAPER_TPOT_MS)))
     check_server(ep)  # fail fast, before reading traces
+    context_note = "from --max-context"
+    if getattr(args, "max_context", None) is None:
+        args.max_context = server_context_length(ep)
+        context_note = (f"from the server ({args.max_context})" if args.max_context
+                        else "none (the server did not say; requests may exceed it)")
     workload = workload_from_args(args)
-    wall0 = time.perf_counter()
-    records, results = replay(ep.url, workload.requests, opts)
-    wall = time.perf_counter() - wall0
+    print(f"live replay {ep.url}: {len(workload.requests)} requests, context cap "
+          f"{context_note}; Ctrl-C stops early and keeps the results", file=sys.stderr,
+          flush=True)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        outcome = replay_run(ep.url, workload.requests, opts)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    records, results = outcome.records, outcome.results
     summary = dict(summarize(records, slo))
+    done_times = [res.token_s for rec, res in zip(records, results, strict=True)
+                  if not rec.rejected]
+    summary.update(live_figures(records, pooled_itl_ms(done_times), outcome.wall_s))
     failed = [r for r in records if r.rejected]
-    summary.update(workload=workload.describe(), engine=ep.url, live_wall_s=wall,
-                   live_failed=len(failed),
+    summary.update(workload=workload.describe(), engine=ep.url, live_wall_s=outcome.wall_s,
+                   live_failed=len(failed), live_interrupted=outcome.interrupted,
+                   live_ttft_from=opts.ttft_from, live_max_context=args.max_context,
                    live_failures=sorted({r.reject_reason for r in failed})[:20])
     config = {"engine": ep.url, "concurrency": opts.concurrency, "timeout_s": opts.timeout_s,
-              "seed": opts.seed, "slo_ttft_ms": slo.ttft_ms, "slo_tpot_ms": slo.tpot_ms}
+              "seed": opts.seed, "slo_ttft_ms": slo.ttft_ms, "slo_tpot_ms": slo.tpot_ms,
+              "ttft_from": opts.ttft_from, "time_limit_s": opts.time_limit_s,
+              "max_context": args.max_context}
     written = write_run_outputs(args.out, records, summary, config)
     with (Path(args.out) / "outputs.jsonl").open("w", encoding="utf-8") as fh:
         for res in results:
             fh.write(json.dumps({"req_id": res.req_id, "output_ids": res.output_ids,
                                  "completion_tokens": res.completion_tokens}) + "\n")
-    done = len(records) - len(failed)
-    print(f"live run   {ep.url}: {len(records)} requests, {done} completed with exact length, "
-          f"{len(failed)} failed, {wall:.1f} s wall")
+    for line in report_lines(summary, url=ep.url, wall_s=outcome.wall_s,
+                             ttft_from=opts.ttft_from, interrupted=outcome.interrupted):
+        print(line)
     print(f"outputs    {written['summary'].parent}")
+    if outcome.interrupted:
+        return 130
     return 0 if not failed else 1

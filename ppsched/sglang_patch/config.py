@@ -152,13 +152,44 @@ def config_from_env(environ: Mapping[str, str] | None = None,
         top = max(max_running or 256, unit)
         boundaries = tuple(range(unit, top + 1, unit))
     log = raw.get("DECISION_LOG")
-    if log is not None and not Path(log).resolve().parent.is_dir():
-        raise UserError(f"PPSCHED_DECISION_LOG={log!r}: its folder does not exist")
+    if log is not None:
+        check_log_path(log)
+    hardware = raw.get("HARDWARE", "a100-40g-pcie")
+    _check_hardware(hardware)
     return PluginConfig(
         chunk=chunk, ds=ds,
         ds_max_consecutive=_int("DS_MAX_CONSECUTIVE", raw.get("DS_MAX_CONSECUTIVE", "1"), 0),
         slo=Slo(_ms("SLO_TTFT_MS", raw.get("SLO_TTFT_MS", str(PAPER_TTFT_MS))),
                 _ms("SLO_TPOT_MS", raw.get("SLO_TPOT_MS", str(PAPER_TPOT_MS)))),
         profile=profile, decision_log=log, candidates=candidates, boundaries=boundaries,
-        model=raw.get("MODEL"), hardware=raw.get("HARDWARE", "a100-40g-pcie"),
+        model=raw.get("MODEL"), hardware=hardware,
         queue_view=_int("QUEUE_VIEW", raw.get("QUEUE_VIEW", "64"), 1))
+
+
+def check_log_path(path: str) -> None:
+    """The decision log must be a file this process can create or append to."""
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"PPSCHED_DECISION_LOG={path!r} is a folder; expected a file path "
+                        "(e.g. a folder/decisions.jsonl)")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise UserError(f"PPSCHED_DECISION_LOG={path!r}: not writable by this user; "
+                            "expected a writable file")
+        return
+    parent = target.resolve().parent
+    if not parent.is_dir():
+        raise UserError(f"PPSCHED_DECISION_LOG={path!r}: its folder does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"PPSCHED_DECISION_LOG={path!r}: cannot create a file in "
+                        f"{str(parent)!r} (not writable by this user)")
+
+
+def _check_hardware(name: str) -> None:
+    from ppsched.sim.hardware import get_hardware, known_hardware
+
+    try:
+        get_hardware(name)
+    except UserError:
+        raise UserError(f"PPSCHED_HARDWARE={name!r}: unknown hardware; expected one of "
+                        f"{', '.join(known_hardware())}") from None

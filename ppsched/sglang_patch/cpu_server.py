@@ -32,21 +32,25 @@ def sglang_python() -> Path | None:
     return py if py.is_file() and (venv / ".ppsched-recipe").is_file() else None
 
 
-def free_port() -> int:
-    """A free port; inside ``PPSCHED_PORT_RANGE`` (``LO-HI``) when set (shared test machines)."""
-    lo_hi = os.environ.get("PPSCHED_PORT_RANGE", "").strip()
-    candidates = [0]
-    if lo_hi:
-        lo, _, hi = lo_hi.partition("-")
-        candidates = list(range(int(lo), int(hi) + 1, 7))  # spaced: SGLang also takes port+1..
-    for port in candidates:
+def free_port(lo: int | None = None, hi: int | None = None) -> int:
+    """A free loopback port: the first free one in [lo, hi] when given, else inside
+    ``PPSCHED_PORT_RANGE`` (``LO-HI``, shared test machines) when set, else any (the OS picks)."""
+    if lo is None or hi is None:
+        lo_hi = os.environ.get("PPSCHED_PORT_RANGE", "").strip()
+        if not lo_hi:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                return s.getsockname()[1]
+        first, _, last = lo_hi.partition("-")
+        lo, hi = int(first), int(last)
+    for port in range(lo, hi + 1, 7):  # spaced: SGLang also takes port+1..
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return s.getsockname()[1]
-    raise OSError(f"PPSCHED_PORT_RANGE={lo_hi!r}: no free port")
+            return port
+    raise OSError(f"no free port in {lo}..{hi}")
 
 
 def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
@@ -57,8 +61,11 @@ def make_tiny_model(python: Path, out: Path, dtype: str = "float32") -> Path:
 
 def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
              max_running: int = 16, max_total_tokens: int = 8192, context: int = 1024,
-             extra: tuple[str, ...] = ()) -> list[str]:
+             extra: tuple[str, ...] = (), tokenizer: Path | None = None) -> list[str]:
     """The CPU recipe of docs/SGLANG_PLUGIN.md (torch_native attention, no CUDA graphs).
+
+    ``tokenizer``: a folder from scripts/make_offline_tokenizer.py; the server then streams text
+    (for text clients such as bench_serving) instead of running with --skip-tokenizer-init.
 
     With PPSCHED_LIVE_GPU=1 the CPU-only flags are left out and PPSCHED_LIVE_EXTRA_ARGS (shell
     words) are appended: the live tests then run on a GPU install against a real model.
@@ -68,7 +75,8 @@ def cpu_args(model: Path, port: int, *, pp_size: int = 2, chunk: int = 128,
                 "--max-running-requests", str(max_running), "--context-length", str(context),
                 "--chunked-prefill-size", str(chunk), "--host", "127.0.0.1", "--port", str(port),
                 *shlex.split(os.environ.get("PPSCHED_LIVE_EXTRA_ARGS", "")), *extra]
-    return ["--model-path", str(model), "--device", "cpu", "--skip-tokenizer-init",
+    text = ("--tokenizer-path", str(tokenizer)) if tokenizer else ("--skip-tokenizer-init",)
+    return ["--model-path", str(model), "--device", "cpu", *text,
             "--pp-size", str(pp_size), "--attention-backend", "torch_native",
             "--sampling-backend", "pytorch", "--max-total-tokens", str(max_total_tokens),
             "--context-length", str(context), "--max-running-requests", str(max_running),
@@ -120,9 +128,9 @@ class Server:
             self._log_fh.close()
 
 
-def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None,
-           timeout_s: float = 240.0) -> Server:
-    """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
+def start(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None
+          ) -> Server:
+    """Start ``python -m sglang.launch_server args`` without waiting (e.g. a second node)."""
     port = int(args[args.index("--port") + 1])
     cpu = {} if os.environ.get("PPSCHED_LIVE_GPU") == "1" else \
         {"SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
@@ -131,7 +139,14 @@ def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | 
     proc = subprocess.Popen([str(python), "-m", "sglang.launch_server", *args], cwd="/",
                             stdout=fh, stderr=subprocess.STDOUT, env=full_env,
                             start_new_session=True)
-    server = Server(proc, port, log_path, fh)
+    return Server(proc, port, log_path, fh)
+
+
+def launch(python: Path, args: list[str], log_path: Path, env: dict[str, str] | None = None,
+           timeout_s: float = 240.0) -> Server:
+    """Start ``python -m sglang.launch_server args`` and wait for /health (or raise)."""
+    server = start(python, args, log_path, env)
+    proc = server.proc
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -44,6 +44,7 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
     kv_total = int(sched.max_total_num_tokens)
 
     chunk = predicted = None
+    queued_tokens = None  # the waiting queue's remaining prompt tokens, summed once per turn
     reason = []
     if st.controller is not None and (waiting or chunked is not None):
         snap = translate.chunk_snapshot(
@@ -52,6 +53,8 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
             kv_total=kv_total, clock=st.clock, recent_stage_ms=st.recent_stage_ms,
             max_chunk=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))),
             queue_view=st.cfg.queue_view)
+        queued_tokens = snap.queued_prompt_tokens - (
+            snap.chunked.remaining_prompt_tokens if snap.chunked is not None else 0)
         decision = st.controller.decide(snap)
         chunk = min(st.cfg.snap_chunk(int(decision.chunk_tokens)), st.launch_chunk)
         predicted = decision.predicted_stage_ms
@@ -64,8 +67,10 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
 
     hold_rids: tuple[str, ...] = ()
     if st.trimmer is not None:
+        if queued_tokens is None:
+            queued_tokens = sum(translate.remaining_prompt(r) for r in waiting)
         hold_rids = _decide_holds(st, sched, mbs, now, kv_free, kv_total, len(waiting),
-                                  sum(translate.remaining_prompt(r) for r in waiting))
+                                  queued_tokens)
         if hold_rids:
             st.log.count("hold_decisions")  # each is applied or logged as hold_dropped
             reason.append(f"hold {len(hold_rids)}")

@@ -1,22 +1,24 @@
 """Decision log (JSONL, one file shared by all ranks) and counters (Prometheus when available).
 
 Every record carries ``t`` (unix s), ``rank`` and ``kind``; see docs/SGLANG_PLUGIN.md for kinds.
-Lines are written with one ``os.write`` on an ``O_APPEND`` descriptor so ranks do not interleave.
+A writer thread appends buffered lines every 50 ms, each batch with one ``os.write`` on an
+``O_APPEND`` descriptor so ranks do not interleave.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import math
 import os
+import threading
 import time
-from collections import Counter
+from collections import deque
+
+from ppsched.sglang_patch.metrics import PluginMetrics
 
 logger = logging.getLogger("ppsched.sglang_patch")
-
-COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
-            "fallbacks", "errors", "hold_decisions", "holds_dropped", "stage_refused")
 
 
 def _clean(value):
@@ -30,36 +32,59 @@ def _clean(value):
 
 
 class DecisionLog:
-    def __init__(self, path: str | None, rank: int) -> None:
-        self.rank = rank
-        self.counts: Counter[str] = Counter()
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else None
-        self._prom = self._prometheus()
-        self._broken = False
+    """JSONL records plus the counters. The file is opened here, so a bad path fails at start-up
+    (inside the caller's guard), never mid-run. ``write`` only appends the record to a buffer (no
+    thread wake-up, ~0.1 us); a writer thread serializes and appends the buffer every
+    ``FLUSH_EVERY_S``, off the scheduler's critical path. ``flush`` writes what is buffered now
+    (it also runs at exit)."""
 
-    def _prometheus(self) -> dict:
-        try:
-            from prometheus_client import Counter as PromCounter
-        except ImportError:
-            return {}
-        try:
-            return {name: PromCounter(f"ppsched_{name}", f"ppsched plugin: {name}", ["pp_rank"])
-                    for name in COUNTERS}
-        except ValueError:  # already registered in this process
-            return {}
+    FLUSH_EVERY_S = 0.05
+
+    def __init__(self, path: str | None, rank: int, metrics: PluginMetrics | None = None) -> None:
+        self.rank = rank
+        self.metrics = metrics or PluginMetrics(rank)
+        self.counts = self.metrics.counts
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else None
+        self._broken = False
+        self._buffer: deque = deque()
+        self._lock = threading.Lock()  # one writer at a time (thread or flush)
+        if self._fd is not None:
+            threading.Thread(target=self._loop, name=f"ppsched-log-{rank}", daemon=True).start()
+            atexit.register(self.flush)
 
     def count(self, name: str, n: int = 1) -> None:
-        self.counts[name] += n
-        metric = self._prom.get(name)
-        if metric is not None:
-            metric.labels(pp_rank=str(self.rank)).inc(n)
+        self.metrics.count(name, n)
 
     def write(self, kind: str, **fields) -> None:
+        """Buffer one record (the caller must not mutate what it passes afterwards)."""
         if self._fd is None or self._broken:
             return
-        record = {"t": round(time.time(), 6), "rank": self.rank, "kind": kind, **fields}
-        try:
-            os.write(self._fd, (json.dumps(_clean(record), allow_nan=False) + "\n").encode())
-        except (OSError, TypeError, ValueError) as exc:
-            self._broken = True  # a full disk must not stop serving
-            logger.error("ppsched: decision log write failed, logging stops: %s", exc)
+        self._buffer.append((time.time(), kind, fields))
+
+    def _loop(self) -> None:
+        while not self._broken:
+            time.sleep(self.FLUSH_EVERY_S)
+            if self._buffer:
+                self.flush()
+
+    def flush(self) -> None:
+        """Serialize and append every buffered record now (one ``os.write``)."""
+        if self._fd is None:
+            return
+        with self._lock:
+            lines = []
+            while self._buffer:
+                t, kind, fields = self._buffer.popleft()
+                record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
+                try:
+                    lines.append(json.dumps(_clean(record), allow_nan=False))
+                except (TypeError, ValueError) as exc:
+                    logger.error("ppsched: decision log record %r not serializable: %s", kind,
+                                 exc)
+            if not lines or self._broken:
+                return
+            try:
+                os.write(self._fd, ("\n".join(lines) + "\n").encode())
+            except OSError as exc:
+                self._broken = True  # a full disk must not stop serving
+                logger.error("ppsched: decision log write failed, logging stops: %s", exc)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 
-from ppsched.core.errors import UserError
 from ppsched.sglang_patch import holds, stage_feed
+from ppsched.sglang_patch.agreement import DEFAULT_TIMEOUT_S, Agreement, fingerprint
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
 from ppsched.sglang_patch.device_timing import device_type_of, forward_stream_of, timer_for
-from ppsched.sglang_patch.policies import build_policies, model_for, policy_context
+from ppsched.sglang_patch.metrics import PluginMetrics
+from ppsched.sglang_patch.preflight import ServerFacts, build_checked
 from ppsched.sglang_patch.serving_stack import loop_slots, read_decode_graphs
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
 
@@ -34,15 +35,21 @@ RECEIVER = ("sglang.srt.managers.scheduler_components.request_receiver."
             "SchedulerRequestReceiver._pull_raw_reqs")
 
 _CFG: PluginConfig | None = None
+_OFF_REASON: str | None = None
 STATE: PluginState | None = None
 
 
-def install(cfg: PluginConfig) -> None:
+def install(cfg: PluginConfig, off_reason: str | None = None) -> None:
+    """Register the hooks; with ``off_reason`` (the version guard said no) only the start-up
+    hook, which reports the refusal so every other rank stays off too."""
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    global _CFG
-    _CFG = cfg
+    global _CFG, _OFF_REASON
+    _CFG, _OFF_REASON = cfg, off_reason
     around, after = HookType.AROUND, HookType.AFTER
+    if off_reason is not None:
+        HookRegistry.register(SCHED + "init_request_dispatcher", _after_init_refused, after)
+        return
     HookRegistry.register(SCHED + "init_request_dispatcher", _after_init_dispatcher, after)
     HookRegistry.register(SCHED + "ingest_requests", _around_ingest, around)
     HookRegistry.register(RECEIVER, _after_pull, after)
@@ -57,60 +64,148 @@ def install(cfg: PluginConfig) -> None:
 # ---- set-up -------------------------------------------------------------------------------
 
 def _after_init_dispatcher(result, sched) -> None:
-    global STATE
-    from sglang.srt.runtime_context import get_parallel
-    from sglang.utils import TypeBasedDispatcher
+    """Enable on this rank, or stay stock; report to the start-up agreement either way.
 
+    Nothing here may raise into SGLang: a bad setting, a missing file or an unwritable log only
+    turns the plugin off (on every rank, through the agreement), never the server."""
+    global STATE
+    try:
+        from sglang.srt.runtime_context import get_parallel
+
+        par = get_parallel()
+        rank = int(par.pp_rank)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("ppsched: plugin OFF: cannot read SGLang's parallel layout (%r); SGLang "
+                       "runs stock", exc)
+        return None
+    metrics = _metrics_or_none(rank)
+    agreement = _agreement()
     cfg = _CFG
-    par = get_parallel()
-    rank = int(par.pp_rank)
-    args = sched.server_args
     try:
         launch_chunk = int(sched.chunked_prefill_size or 0)
-        if launch_chunk <= 0:
-            raise UserError("ppsched plugin needs chunked prefill: launch with "
-                            "--chunked-prefill-size N > 0")
-        if getattr(sched, "dynamic_chunk_sizer", None) is not None:
-            raise UserError("ppsched plugin: --enable-dynamic-chunking is on; turn it off (the "
-                            "plugin sets the chunk size itself)")
-        if cfg.candidates and max(cfg.candidates) > launch_chunk:
-            raise UserError(f"PPSCHED_CANDIDATES up to {max(cfg.candidates)} > "
-                            f"--chunked-prefill-size {launch_chunk}: launch with the largest "
-                            "candidate")
-        if cfg.ds != "off" and int(par.pp_size) < 2:
-            raise UserError(f"PPSCHED_DS={cfg.ds!r} needs --pp-size >= 2 (it trims microbatch "
-                            "slots of the PP loop); set PPSCHED_DS=off")
-        model = model_for(cfg, getattr(args, "model_path", None),
-                          getattr(args, "context_length", None))
+        args = sched.server_args
         device_type = device_type_of(sched)
         graphs, graphs_from = read_decode_graphs(sched, device_type)
         slots = loop_slots(int(par.pp_size), int(getattr(par, "pp_async_batch_depth", 0) or 0))
-        ctx = policy_context(cfg, model, int(par.pp_size), int(par.tp_size), launch_chunk,
-                             graphs)
+        facts = ServerFacts(model_path=getattr(args, "model_path", None),
+                            context_length=getattr(args, "context_length", None),
+                            pp_size=int(par.pp_size), tp_size=int(par.tp_size),
+                            launch_chunk=launch_chunk,
+                            dynamic_chunking=getattr(sched, "dynamic_chunk_sizer", None)
+                            is not None, graphs=graphs, loop_slots=slots)
         # Only rank 0 decides; the other ranks build the policies too so a bad setting fails
         # the same way everywhere.
-        controller, trimmer = build_policies(cfg, ctx, slots)
+        controller, trimmer, ctx = build_checked(cfg, facts)
+        log = DecisionLog(cfg.decision_log, rank, metrics)
+        state = PluginState(cfg=cfg, rank=rank, pp_size=int(par.pp_size),
+                            launch_chunk=launch_chunk, controller=controller, trimmer=trimmer,
+                            log=log, agreement=agreement, device_type=device_type,
+                            graphs=graphs, loop_slots=slots,
+                            timer=timer_for(device_type, getattr(sched, "device_module", None),
+                                            forward_stream_of(sched)))
+        from sglang.utils import TypeBasedDispatcher
+
+        sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])
     except Exception as exc:  # noqa: BLE001 - whatever goes wrong here, SGLang must start stock
-        logger.error("ppsched: plugin refuses to enable on PP rank %d: %s; SGLang runs stock",
-                     rank, exc)
+        # One WARNING per server: the deciding rank says it (with this reason) for everyone.
+        if agreement.decider:
+            logger.warning("ppsched: plugin OFF on every rank: it cannot enable on PP rank %d: "
+                           "%s; SGLang runs stock", rank, exc)
+        else:
+            logger.info("ppsched: cannot enable on PP rank %d: %s (the deciding rank turns the "
+                        "plugin off on every rank)", rank, exc)
+        _report(agreement, False, f"PP rank {rank}: {exc}"[:400])
         return None
-    STATE = PluginState(cfg=cfg, rank=rank, pp_size=int(par.pp_size), launch_chunk=launch_chunk,
-                        controller=controller, trimmer=trimmer,
-                        log=DecisionLog(cfg.decision_log, rank), device_type=device_type,
-                        graphs=graphs, loop_slots=slots,
-                        timer=timer_for(device_type, getattr(sched, "device_module", None),
-                                        forward_stream_of(sched)))
-    sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])
-    STATE.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
+    STATE = state
+    state.sched = sched
+    state.log.write("start", config=cfg.to_dict(), launch_chunk=launch_chunk,
                     controller=getattr(controller, "name", None),
-                    trimmer=getattr(trimmer, "name", None), pp_size=STATE.pp_size,
-                    loop_slots=slots, device=device_type, timing=STATE.timer.source,
+                    trimmer=getattr(trimmer, "name", None), pp_size=state.pp_size,
+                    loop_slots=slots, device=device_type, timing=state.timer.source,
                     cuda_graphs=graphs.describe(), cuda_graphs_from=graphs_from,
                     ds_boundaries=list(ctx.boundaries) if ctx.boundaries else None)
-    logger.info("ppsched: plugin enabled on PP rank %d: chunk=%s ds=%s launch_chunk=%d",
-                rank, cfg.chunk, cfg.ds, launch_chunk)
-    STATE.sched = sched
+    logger.info("ppsched: plugin ready on PP rank %d: chunk=%s ds=%s launch_chunk=%d (acts once "
+                "every rank agrees)", rank, cfg.chunk, cfg.ds, launch_chunk)
+    _report(agreement, True, fingerprint(cfg.to_dict()))
+    _poll_agreement(state)
     return None
+
+
+def _after_init_refused(result, sched) -> None:
+    """The version guard refused: export the gauge at 0 and tell the agreement (never raises)."""
+    try:
+        from sglang.srt.runtime_context import get_parallel
+
+        rank = int(get_parallel().pp_rank)
+        _metrics_or_none(rank)
+        _report(_agreement(), False, f"PP rank {rank}: {_OFF_REASON}"[:400])
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("ppsched: could not report the refusal (%r)", exc)
+    return None
+
+
+def _metrics_or_none(rank: int) -> PluginMetrics | None:
+    try:
+        return PluginMetrics(rank)
+    except Exception as exc:  # noqa: BLE001 - metrics are optional
+        logger.warning("ppsched: no Prometheus series (%r)", exc)
+        return None
+
+
+def _agreement() -> Agreement:
+    """The agreement over torch.distributed's store (spans nodes); no store: off unless alone."""
+    import os
+
+    timeout = float(os.environ.get("PPSCHED_AGREE_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            return Agreement(None, 0, 1, True, timeout)
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        rank, size = dist.get_rank(), dist.get_world_size()
+        try:
+            store = _get_default_store()
+        except Exception:  # noqa: BLE001
+            store = None
+        return Agreement(store, rank, size, rank == 0, timeout)
+    except Exception:  # noqa: BLE001
+        return Agreement(None, 0, 2, True, timeout)  # unknown layout: never act alone
+
+
+def _report(agreement: Agreement, ok: bool, detail: str) -> None:
+    try:
+        agreement.report(ok, detail)
+    except Exception as exc:  # noqa: BLE001 - the decider then times out: off everywhere
+        logger.warning("ppsched: could not report to the start-up agreement (%r)", exc)
+
+
+def _poll_agreement(st: PluginState) -> bool:
+    """True once every rank agreed; sets the gauge and says so once when the verdict lands."""
+    ag = st.agreement
+    if ag.verdict is not None:
+        return ag.verdict
+    try:
+        verdict = ag.poll()
+    except Exception as exc:  # noqa: BLE001 - a store problem turns the plugin off, not SGLang
+        ag.verdict, ag.reason = False, f"agreement failed: {exc!r}"
+        verdict = False
+    if verdict is None:
+        return False
+    if verdict:
+        st.log.metrics.set_enabled(True)
+        st.log.write("enabled", iteration=st.iteration)
+        logger.info("ppsched: plugin ON (every rank agreed) on PP rank %d", st.rank)
+    else:
+        st.active = False
+        st.log.write("disabled", iteration=st.iteration, reason=ag.reason)
+        if ag.decider:
+            logger.warning("ppsched: plugin OFF on every rank: %s; SGLang runs stock",
+                           ag.reason)
+        else:
+            logger.info("ppsched: plugin off on PP rank %d (%s)", st.rank, ag.reason)
+    return verdict
 
 
 def _on_decision(msg: PpschedDecision) -> None:
@@ -137,6 +232,9 @@ def _around_ingest(orig, sched, *args, **kwargs):
     st = STATE
     if st is not None:
         stage_feed.drain(st)  # stages the device finished since the last turn
+        ag = st.agreement
+        if ag is not None and ag.verdict is None and not ag.decider:
+            _poll_agreement(st)  # for the gauge and the log line only; the decider gates
         st.iteration += 1
         st.pending = None
         st.hold_outcome = None
@@ -155,6 +253,8 @@ def _around_ingest(orig, sched, *args, **kwargs):
 def _after_pull(result, receiver):
     st = STATE
     if st is None or result is None or st.rank != 0 or not st.active:
+        return None
+    if st.agreement is not None and not _poll_agreement(st):  # none until all can apply it
         return None
     try:
         msg = decide(st, st.sched, result)
@@ -275,7 +375,7 @@ def _around_decode(orig, sched, batch, *args, **kwargs):
 
 def _around_run_batch(orig, sched, batch, *args, **kwargs):
     st = STATE
-    if st is None:
+    if st is None or getattr(st.agreement, "verdict", None) is False:  # off everywhere: stock
         return orig(sched, batch, *args, **kwargs)
     token = stage_feed.launch(st)
     result = orig(sched, batch, *args, **kwargs)

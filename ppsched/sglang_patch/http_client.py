@@ -77,8 +77,10 @@ def check_server(ep: Endpoint, timeout_s: float = 5.0) -> None:
 
 
 def generate_stream(ep: Endpoint, req_id: int, input_ids: list[int], max_new_tokens: int, *,
-                    timeout_s: float, abort_after: int | None = None, rid: str | None = None
-                    ) -> StreamResult:
+                    timeout_s: float, abort_after: int | None = None, rid: str | None = None,
+                    cancel=None) -> StreamResult:
+    """``cancel`` (optional): has ``register(sock) -> bool`` (False: do not send) and
+    ``unregister(sock)``; it may shut the socket down to end a stream early."""
     res = StreamResult(req_id)
     payload = {"input_ids": input_ids, "stream": True,
                "sampling_params": {"max_new_tokens": max_new_tokens, "ignore_eos": True,
@@ -86,8 +88,17 @@ def generate_stream(ep: Endpoint, req_id: int, input_ids: list[int], max_new_tok
     if rid is not None:
         payload["rid"] = rid
     conn = http.client.HTTPConnection(ep.host, ep.port, timeout=timeout_s)
+    sock = None
     deadline = time.perf_counter() + timeout_s
     try:
+        if cancel is not None:
+            # Register the socket itself: http.client drops conn.sock once a response that
+            # ends with the connection takes it over, and a stream is such a response.
+            conn.connect()
+            sock = conn.sock
+            if not cancel.register(sock):
+                res.error = "not sent"
+                return res
         res.sent_s = time.perf_counter()
         conn.request("POST", "/generate", body=json.dumps(payload),
                      headers={"Content-Type": "application/json"})
@@ -119,6 +130,8 @@ def generate_stream(ep: Endpoint, req_id: int, input_ids: list[int], max_new_tok
     except (TimeoutError, OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
         res.error = f"{type(exc).__name__}: {exc}"
     finally:
+        if sock is not None:
+            cancel.unregister(sock)
         conn.close()
     return res
 

@@ -34,7 +34,8 @@ def model_for(cfg: PluginConfig, model_path: str | None, context_length: int | N
         raise UserError("ppsched plugin: no model: set PPSCHED_MODEL or --model-path")
     if cfg.model is None and not (Path(name) / "config.json").is_file():
         raise UserError(f"ppsched plugin: --model-path {name!r} has no local config.json; set "
-                        "PPSCHED_MODEL to a built-in name or an HF config.json path")
+                        "PPSCHED_MODEL (ppsched serve --model) to a built-in name or an HF "
+                        "config.json path")
     model = load_model_config(name)
     if context_length:  # the server's --context-length wins over max_position_embeddings
         model = replace(model, max_context=int(context_length))

@@ -60,6 +60,7 @@ class PluginState:
     loop_slots: int = 0  # microbatch slots of the PP loop (pp_size + async depth); 0: pp_size
     logged_once: set = field(default_factory=set)
     sched: object = None  # the Scheduler this process runs
+    agreement: object = None  # agreement.Agreement: act only once every rank enabled alike
 
     @property
     def slots(self) -> int:

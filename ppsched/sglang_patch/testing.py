@@ -38,3 +38,16 @@ def fault_switch_chunk(ctx: PolicyContext) -> FaultSwitchChunk:
 
     inner = build_chunk_controller(os.environ.get("PPSCHED_TEST_INNER_CHUNK", "static:64"), ctx)
     return FaultSwitchChunk(inner, os.environ.get("PPSCHED_TEST_FAULT_FILE"))
+
+
+def fail_on_rank_chunk(ctx: PolicyContext) -> ChunkController:
+    """``static:64``, except on the PP rank named by PPSCHED_TEST_FAIL_RANK, where building it
+    raises: a plugin that cannot enable on one rank only (a file missing on one node)."""
+    from sglang.srt.runtime_context import get_parallel
+
+    from ppsched.dcp.registry import build_chunk_controller
+
+    rank = int(get_parallel().pp_rank)
+    if str(rank) == os.environ.get("PPSCHED_TEST_FAIL_RANK", ""):
+        raise InjectedFault(f"injected start-up failure on PP rank {rank}")
+    return build_chunk_controller("static:64", ctx)

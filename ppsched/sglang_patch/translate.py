@@ -99,7 +99,7 @@ def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, l
     chunked_q = as_queued(chunked) if chunked is not None else None
     view = [as_queued(r) for r in waiting[:limit]]
     view.sort(key=lambda q: (q.arrival_s, q.req_id))
-    tokens = sum(remaining_prompt(r) for r in waiting)
+    tokens = sum(map(remaining_prompt, waiting))
     count = len(waiting)
     if chunked_q is not None:
         tokens += chunked_q.remaining_prompt_tokens

@@ -41,7 +41,7 @@ def add_workload_args(parser: argparse.ArgumentParser, *, positional: bool = Fal
     group.add_argument("--max-context", type=int, default=None,
                        help="cap prompt+output at this many tokens (capped requests are counted)")
     group.add_argument("--data-dir", default=None,
-                       help="data directory (default: $PPSCHED_DATA_DIR or the repo's data/)")
+                       help="data directory (default: $PPSCHED_DATA_DIR or ppsched/data/)")
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:

@@ -1,0 +1,60 @@
+"""The plugin's Prometheus series, created at start-up so a scraper sees 0, not nothing.
+
+``ppsched_<name>_total{pp_rank}`` counters (COUNTERS) and the ``ppsched_enabled{pp_rank}`` gauge
+(1: this rank applies decisions; 0: off, failed or not yet agreed). With SGLang's
+``--enable-metrics`` (prometheus multiprocess mode) they appear on its ``/metrics``; the gauge
+takes the minimum over a rank's TP processes. Without prometheus_client: counts stay in memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
+            "fallbacks", "errors",
+            # counted by main's device-timing and hold-accounting code (issue 15)
+            "hold_decisions", "holds_dropped", "stage_refused")
+
+_CREATED: dict[str, object] = {}  # one registration per process (re-created on a test reset)
+
+
+def _prometheus() -> dict[str, object]:
+    if _CREATED:
+        return _CREATED
+    try:
+        from prometheus_client import Counter as PromCounter
+        from prometheus_client import Gauge
+    except ImportError:
+        return {}
+    try:
+        for name in COUNTERS:
+            _CREATED[name] = PromCounter(f"ppsched_{name}", f"ppsched plugin: {name}",
+                                         ["pp_rank"])
+        _CREATED["enabled"] = Gauge("ppsched_enabled", "ppsched plugin applies decisions on "
+                                    "this PP rank (1) or not (0)", ["pp_rank"],
+                                    multiprocess_mode="min")
+    except ValueError:  # already registered by someone else in this process
+        _CREATED.clear()
+    return _CREATED
+
+
+class PluginMetrics:
+    def __init__(self, rank: int) -> None:
+        self.rank = str(rank)
+        self.counts: Counter[str] = Counter()
+        prom = _prometheus()
+        # Bound label children, made now: each series exists from start-up at 0.
+        self._children = {name: metric.labels(pp_rank=self.rank) for name, metric in prom.items()}
+        self.set_enabled(False)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counts[name] += n
+        child = self._children.get(name)
+        if child is not None:
+            child.inc(n)
+
+    def set_enabled(self, on: bool) -> None:
+        self.enabled = on
+        child = self._children.get("enabled")
+        if child is not None:
+            child.set(1 if on else 0)
