@@ -134,6 +134,8 @@ def make_state(tmp_path, monkeypatch):
 
 
 def stage_records(tmp_path):
+    if hooks.STATE is not None:
+        hooks.STATE.log.flush()  # the writer thread flushes every 50 ms; read it now
     lines = (tmp_path / "log.jsonl").read_text().splitlines()
     return [r for r in map(json.loads, lines) if r["kind"] == "stage"]
 

@@ -163,6 +163,7 @@ def st(tmp_path, monkeypatch):
 
 
 def dropped(state):
+    state.log.flush()  # the writer thread flushes every 50 ms; read it now
     if not state.path.exists():
         return []
     recs = map(json.loads, state.path.read_text().splitlines())
