@@ -168,7 +168,7 @@ def test_profile_off_by_10x_is_unlearned_and_still_extrapolates(setup, factor, s
     # token excess shrinks from band to band, so that line's slope is 0.70x the profile's) and
     # what the RIGHT profile's level says (plus the bands' mean offset): the wrong profile's
     # factor no longer decides. The right profile itself lands in the same range (-21% at 2048
-    # tokens, the x0.1 one -22%; bench/predictor.md).
+    # tokens, the x0.1 one too; bench/predictor.md).
     cost, profile = setup
     alp = ALPredictor(profile.scaled(factor))
     rng = random.Random(seed)
