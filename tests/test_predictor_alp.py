@@ -214,3 +214,10 @@ def test_bad_state_and_parameters_are_user_errors():
         ALPredictor.from_json(json.dumps(state))
     with pytest.raises(UserError, match="forgetting"):
         ALPredictor(PROFILE, forgetting=1.5)
+    # the offset prior is sized by the first-band time: a line that is <= 0 at 1 token has none
+    bandless = LinearProfile(alpha0=0.07, alpha1=-2.0, boundaries=(), staircase=(),
+                             fit_mape=4.0, staircase_mape=4.0, variant="linear", model="m",
+                             tp=1, source="test")
+    with pytest.raises(UserError, match="first-band time -1.93"):
+        ALPredictor(bandless)
+    assert paper4(bandless).n == 4  # the paper's variant has no offset prior

@@ -11,7 +11,9 @@ corrects the profile's linear term relative to the attention terms. The prefill 
 prior at 0 and the linear term a prior at the offline profile's own absolute value, priors that
 forgetting never erases (stabilised forgetting, ``_anchor``): where the data cannot tell a
 scale from an offset (every batch in one staircase band), the profile decides, so a model
-trained on 128-token chunks still extrapolates to 2048-token prefills.
+trained on 128-token chunks still extrapolates to 2048-token prefills. The bias (a
+per-iteration overhead) has a prior at 0 +- one first-band level of the profile, so neither a
+negative nor a large positive offset can hold a profile for other hardware.
 
 Pure-Python arithmetic on 4-5 floats: at this size it beats numpy's per-call overhead
 (bench/bench_predictor.py measures both).
@@ -49,6 +51,13 @@ ANCHORS = ((0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
 # alike; a profile for slower hardware would otherwise be kept, offset by a negative bias (a
 # x10 profile trained on 128-token chunks predicted 2048-token prefills +676%; now +37%).
 NONNEGATIVE = ((3, None),)
+# ...and it has a two-sided prior too: 0 +- OFFSET_PRIOR_BANDS first-band levels of the profile,
+# in the profile's units. Without it a positive offset was free, and
+# one-band data kept a profile for *faster* hardware behind one once the device scale's early
+# transient was over (x0.1 profile, 128-token chunks: 2048-token prefills -71% after 6000
+# iterations; now +6%). One first-band level is loose enough that the simulator's real offset
+# (+46% of that level at 128 tokens) stays an offset (bench/predictor.md).
+OFFSET_PRIOR_BANDS = 1.0
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -85,11 +94,24 @@ class ALPredictor:
                               for group, one_sided in ((ANCHORS, False), (
                                   NONNEGATIVE if correct_linear_online else (), True))
                               for a, prec in group if a < self.n)
+        if correct_linear_online:
+            self._anchors += ((3, self._offset_prior_precision(profile), False),)
         self.updates = 0
         self.resets = 0
         self.clipped = 0
         self.scale = 1.0  # device scale: measured / profile-unit prediction (online only)
         self.scale_updates = 0
+
+    @staticmethod
+    def _offset_prior_precision(profile: LinearProfile) -> float:
+        """Precision of the bias weight's prior 0 +- OFFSET_PRIOR_BANDS x the profile's
+        first-band level (the staircase's first level, whichever variant predicts; without
+        bands the line at 1 token). The bias feature is BIAS: the weight's SD is level / BIAS."""
+        first = profile.staircase[0][1] if profile.staircase else profile.linear_ms(1)
+        if not (first > 0 and math.isfinite(first)):
+            raise UserError(f"profile's first-band time {first!r} ms: expected a finite time > 0 "
+                            "(it sets the scale of ALP's offset prior)")
+        return (BIAS / (OFFSET_PRIOR_BANDS * first)) ** 2
 
     def _identity(self) -> list[list[float]]:
         """P0: init_cov, except a weight with its own prior starts at that prior's variance
@@ -199,7 +221,8 @@ class ALPredictor:
         scale * (1 + w4/100) = 1. Its precision is stated against residuals in ms, as the
         data's are; the RLS works in units of ms/scale, hence the division by scale^2 (without
         it a x0.1 profile's prior weighs 100x more against the data than a correct one's).
-        With the device scale on, the bias is anchored at 0 while negative (NONNEGATIVE).
+        With the device scale on, the bias is anchored at 0 while negative (NONNEGATIVE) and,
+        more loosely, at 0 +- one first-band level on both sides (OFFSET_PRIOR_BANDS).
         """
         forgotten = 1.0 - self.forgetting
         if forgotten <= 0.0:
