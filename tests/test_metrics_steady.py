@@ -82,6 +82,8 @@ def test_rejected_or_unfinished_measured_requests_are_infinitely_late():
 def test_window_for_scales_with_the_median_output():
     short = window_for(129, SLO)  # azure-conv: e2e_ref = 2 + 128 * 0.2 = 27.6 s
     assert (short.warmup_s, short.measure_s, short.cooldown_s) == (60, 300, 28)
-    long = window_for(415, SLO)  # sharegpt: e2e_ref = 2 + 414 * 0.2 = 84.8 s
-    assert long.measure_s == 848 and long.warmup_s == 170
+    mid = window_for(415, SLO)  # sharegpt: e2e_ref = 2 + 414 * 0.2 = 84.8 s
+    assert (mid.warmup_s, mid.measure_s, mid.cooldown_s) == (170, 600, 85)  # measure capped
+    long = window_for(2730, SLO)  # summarization-reversed: e2e_ref = 547.8 s, every cap applies
+    assert (long.warmup_s, long.measure_s, long.cooldown_s) == (300, 600, 150)
     assert short.longer(4).measure_s == 1200 and short.longer(4).warmup_s == 60

@@ -33,9 +33,12 @@ BALANCE_SHARE = 0.5
 TAIL_SHARE = 0.25  # the stability trend looks at the last quarter of the measurement window
 # Window sizing from the workload (see window_for): E2E of a median request served at the SLO.
 MIN_MEASURE_S = 300.0
+MAX_MEASURE_S = 600.0  # cost cap: decode-heavy workloads would otherwise need 25+ minutes
 MEASURE_E2E_MULTIPLE = 10.0
 MIN_WARMUP_S = 60.0
+MAX_WARMUP_S = 300.0
 WARMUP_E2E_MULTIPLE = 2.0
+MAX_COOLDOWN_S = 150.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +73,17 @@ class Window:
 def window_for(output_p50: float, slo: Slo) -> Window:
     """Window sized from the workload: e2e_ref = TTFT SLO + (median output - 1) x TPOT SLO, the
     E2E of a median-length request served exactly at the SLO (an upper bound of the measured
-    median E2E at any passing rate). Measure max(300 s, 10 e2e_ref), warm up max(60 s,
-    2 e2e_ref), cool down e2e_ref (so the last measured requests still see full load)."""
+    median E2E at any passing rate). Measure 10 e2e_ref within [300 s, 600 s], warm up 2 e2e_ref
+    within [60 s, 300 s], cool down e2e_ref up to 150 s (so the last measured requests still
+    see full load)."""
     e2e_ref = (slo.ttft_ms + max(0.0, output_p50 - 1) * slo.tpot_ms) / 1000.0
-    return Window(warmup_s=round(max(MIN_WARMUP_S, WARMUP_E2E_MULTIPLE * e2e_ref)),
-                  measure_s=round(max(MIN_MEASURE_S, MEASURE_E2E_MULTIPLE * e2e_ref)),
-                  cooldown_s=round(e2e_ref))
+
+    def clamp(value: float, low: float, high: float) -> float:
+        return float(round(min(high, max(low, value))))
+
+    return Window(warmup_s=clamp(WARMUP_E2E_MULTIPLE * e2e_ref, MIN_WARMUP_S, MAX_WARMUP_S),
+                  measure_s=clamp(MEASURE_E2E_MULTIPLE * e2e_ref, MIN_MEASURE_S, MAX_MEASURE_S),
+                  cooldown_s=clamp(e2e_ref, 0.0, MAX_COOLDOWN_S))
 
 
 @dataclass(frozen=True, slots=True)
