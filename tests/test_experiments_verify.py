@@ -1,0 +1,64 @@
+"""--verify: each reported point re-run at 4x the window with a fresh seed; failures are visible."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import test_experiments_fakes as fakes
+
+from ppsched.experiments.goodput import VERIFY_SEED_OFFSET, SearchSettings, goodput_table
+from ppsched.experiments.plan import Setup
+from ppsched.experiments.report import goodput_table_lines
+from ppsched.experiments.runner import Runner
+from ppsched.experiments.workload_spec import WorkloadSpec
+from ppsched.metrics.steady import Window
+
+SPEC = WorkloadSpec("azure-conv", rate=1.0)
+SETTINGS = SearchSettings(start=2.0, floor=0.25, rel_tol=0.02, max_steps=10, verify=True,
+                          window=Window(warmup_s=30.0, measure_s=120.0, cooldown_s=10.0))
+
+
+def fragile_simulate(config, workload):
+    """The fake engine, but half as fast for the verification seed: its points cannot verify."""
+    result = fakes.fake_simulate(config, workload)
+    if config.seed < VERIFY_SEED_OFFSET:
+        return result
+    slow = [type(r)(r.req_id, r.arrival_s, r.prompt_tokens, r.output_tokens,
+                    first_token_s=r.first_token_s,
+                    finish_s=r.first_token_s + 2 * (r.finish_s - r.first_token_s))
+            for r in result.records]
+    result.records = slow
+    return result
+
+
+def _table(tmp_path, simulate) -> pd.DataFrame:
+    with Runner(tmp_path / "cache", jobs=1, simulate_ref=simulate) as runner:
+        return goodput_table(runner, Setup(), SPEC, ("static-2048", "predictive"), (1.0, 0.2),
+                             SETTINGS)
+
+
+def test_points_verify_on_a_consistent_engine(tmp_path):
+    table = _table(tmp_path, fakes.fake_simulate)
+    assert (table["verify"] == "pass").all()
+    assert (table["verify_seed"] == VERIFY_SEED_OFFSET).all()
+    assert (table["verify_measure_s"] == 4 * SETTINGS.window.measure_s).all()
+    assert (table["verify_p90_tpot_ms"] <= 200 * table["slo_scale"] + 1e-9).all()
+
+
+def test_a_failed_verification_is_in_the_csv_and_the_report(tmp_path):
+    table = _table(tmp_path, fragile_simulate)
+    assert (table["verify"] == "FAIL").all(), table[["policy", "slo_scale", "verify"]]
+    assert table["verify_reason"].str.contains("P90 TTFT 100 / TPOT").all()
+    table.to_csv(tmp_path / "goodput.csv", index=False)
+    back = pd.read_csv(tmp_path / "goodput.csv")
+    assert list(back["verify"]) == ["FAIL"] * len(table)
+    text = "\n".join(goodput_table_lines(back))
+    assert "✗ FAIL" in text and "**verification FAILED** for predictive at SLO 1" in text
+
+
+@pytest.mark.parametrize("bad", [{"rel_tol": 0.05}, {"floor": 3.0}, {"seeds": 0}])
+def test_settings_refuse_a_coarse_or_empty_search(bad):
+    from ppsched.core.errors import UserError
+
+    with pytest.raises(UserError):
+        SearchSettings(**bad)
