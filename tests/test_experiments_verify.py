@@ -62,3 +62,39 @@ def test_settings_refuse_a_coarse_or_empty_search(bad):
 
     with pytest.raises(UserError):
         SearchSettings(**bad)
+
+
+def test_oracle_static_reports_none_when_every_candidate_scores_zero():
+    from ppsched.experiments.goodput import Measured, _oracle
+    from ppsched.experiments.joint_search import SearchResult
+    from ppsched.experiments.policies import ORACLE_CANDIDATES
+
+    assert ORACLE_CANDIDATES[0] == 128 and ORACLE_CANDIDATES[-1] == 2048
+
+    def measured(*goodputs):
+        return Measured(tuple(SearchResult(g, ((1.0, g > 0),), (g, 1.0)) for g in goodputs))
+
+    zeros = {(f"static-{c}", 0.2): measured(0.0, 0.0) for c in ORACLE_CANDIDATES}
+    zeros[("static-256", 0.2)] = measured(0.0, 0.3)  # one seed passing is not a goodput
+    best, chosen, run_policy = _oracle(zeros, 0.2)
+    assert (best.goodput, chosen, run_policy) == (0.0, "none", "none")
+    some = dict(zeros)
+    some[("static-128", 0.2)] = measured(0.5, 0.7)
+    some[("static-512", 0.2)] = measured(0.4, 0.9)
+    best, chosen, _ = _oracle(some, 0.2)
+    assert (best.goodput, chosen) == (0.5, "static:128")  # highest lowest-seed goodput wins
+
+
+def test_over_context_requests_are_counted_in_the_goodput_csv(tmp_path):
+    spec = WorkloadSpec("mooncake-synthetic", rate=1.0)
+    settings = SearchSettings(start=2.0, floor=0.25, rel_tol=0.02, max_steps=3,
+                              window=Window(warmup_s=10.0, measure_s=60.0, cooldown_s=5.0))
+    with Runner(tmp_path / "cache", jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        table = goodput_table(runner, Setup(), spec, ("static-2048",), (1.0,), settings)
+        capped = goodput_table(runner, Setup(), WorkloadSpec("mooncake-synthetic", rate=1.0,
+                                                             max_context=32768),
+                               ("static-2048",), (1.0,), settings)
+    # 646 of the 3993 rows exceed qwen2.5-32b's 32768-token context (tests/test_traces_mooncake).
+    assert (int(table["over_context"].iloc[0]), round(table["over_context_share"].iloc[0], 3)) \
+        == (646, round(646 / 3993, 3))
+    assert int(capped["over_context"].iloc[0]) == 0

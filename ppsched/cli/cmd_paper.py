@@ -8,7 +8,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ppsched.cli.experiment_args import add_common, add_search, make_runner, make_setup
+from ppsched.cli.experiment_args import (
+    add_common,
+    add_search,
+    add_trace,
+    make_runner,
+    make_setup,
+    make_workload,
+)
 from ppsched.core.errors import UserError
 
 
@@ -18,6 +25,8 @@ def register(subparsers) -> None:
         p = subparsers.add_parser(name, help=text)
         add_common(p)
         add_search(p, seeds=3)
+        if name == "paper":
+            add_trace(p)  # replaces azure-conv in the goodput curves
         p.add_argument("--no-verify", dest="no_verify", action="store_true",
                        help="skip the 4x-window verification (on by default in paper)")
         p.add_argument("--out", default="results")
@@ -38,7 +47,10 @@ def _plan(args: argparse.Namespace):
     settings = SearchSettings(start=args.start, floor=args.floor, rel_tol=args.rel_tol,
                               max_steps=args.max_steps, seeds=args.seeds,
                               verify=not args.no_verify)
-    return replace(PaperPlan(), settings=settings)
+    main = None
+    if getattr(args, "trace_file", None) is not None or getattr(args, "max_context", None):
+        main = make_workload(args, None if args.trace_file else "azure-conv")
+    return replace(PaperPlan(), settings=settings, main_workload=main)
 
 
 def cmd_figures(args: argparse.Namespace) -> int:

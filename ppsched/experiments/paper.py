@@ -54,6 +54,9 @@ class PaperPlan:
     load_fraction: float = 0.8  # fixed-load figures run at this share of PP_static's goodput
     settings: SearchSettings = SearchSettings(seeds=3, verify=True)
     ds_seeds: int = 1  # DS runs are decode-heavy (several times a conversation run's cost)
+    # The goodput curves' workload (both models): azure-conv unless the user gives a trace file
+    # (--trace-file/--format/--max-context); the figures always use the catalog workloads.
+    main_workload: WorkloadSpec | None = None
     replay_window_min: float = 15.0
     replay_speedup: float = 0.9
 
@@ -67,16 +70,16 @@ def spec_for(workload: str, setup: Setup) -> WorkloadSpec:
     return WorkloadSpec(workload, rate=1.0, seed=setup.seed)
 
 
-def goodput_step(runner: Runner, setup: Setup, workload: str, out: Path, plan: PaperPlan,
-                 policies: tuple[str, ...] = PAPER_POLICIES,
+def goodput_step(runner: Runner, setup: Setup, workload: str | WorkloadSpec, out: Path,
+                 plan: PaperPlan, policies: tuple[str, ...] = PAPER_POLICIES,
                  scales: tuple[float, ...] = SCALES,
                  settings: SearchSettings | None = None) -> pd.DataFrame:
-    table = goodput_table(runner, setup, spec_for(workload, setup), policies, scales,
-                          settings or plan.settings)
+    spec = workload if isinstance(workload, WorkloadSpec) else spec_for(workload, setup)
+    table = goodput_table(runner, setup, spec, policies, scales, settings or plan.settings)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "goodput.csv", index=False)
     plot_goodput(table, out)
-    print(f"\n{setup.model} / {workload}:\n{format_table(table)}")
+    print(f"\n{setup.model} / {spec.name}:\n{format_table(table)}")
     return table
 
 
@@ -146,7 +149,8 @@ def run_paper(runner: Runner, setup_for: Callable[[str], Setup], out: Path,
               plan: PaperPlan) -> None:
     """Every goodput curve (both models on azure-conv, DS on its workloads), then the figures."""
     for model in PAPER_MODELS:
-        goodput_step(runner, setup_for(model), "azure-conv", out / "goodput" / model, plan)
+        goodput_step(runner, setup_for(model), plan.main_workload or "azure-conv",
+                     out / "goodput" / model, plan)
     for workload in DS_WORKLOADS:
         goodput_step(runner, setup_for("qwen2.5-32b"), workload,
                      out / "goodput" / f"ds-{workload}", plan, DS_POLICIES, DS_SCALES,

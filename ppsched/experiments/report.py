@@ -97,11 +97,12 @@ def goodput_table_lines(table: pd.DataFrame) -> list[str]:
 
 
 def goodput_section(model: str, table: pd.DataFrame, rel: str) -> list[str]:
-    lines = [f"### Goodput vs SLO scale — {model}, azure-conv", "",
+    workload = str(table["workload"].iloc[0]) if len(table) else "azure-conv"
+    lines = [f"### Goodput vs SLO scale — {model}, {workload}", "",
              f"![goodput vs SLO]({rel}/goodput_vs_slo.png) — numbers: `{rel}/goodput.csv`", ""]
     lines += goodput_table_lines(table)
     lines += ["", "| comparison | SLO | ours | paper |", "|---|---|---|---|"]
-    paper = ref.GOODPUT_RATIO_VS_2048.get(model, {})
+    paper = ref.GOODPUT_RATIO_VS_2048.get(model, {}) if workload == "azure-conv" else {}
     notes = []
     for scale in (1.0, 0.4):
         want = paper.get(scale, math.nan)
