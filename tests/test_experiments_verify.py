@@ -98,3 +98,15 @@ def test_over_context_requests_are_counted_in_the_goodput_csv(tmp_path):
     assert (int(table["over_context"].iloc[0]), round(table["over_context_share"].iloc[0], 3)) \
         == (646, round(646 / 3993, 3))
     assert int(capped["over_context"].iloc[0]) == 0
+
+
+def test_sweep_scores_runs_like_the_goodput_search(tmp_path):
+    from ppsched.experiments.sweep import sweep
+
+    with Runner(tmp_path / "cache", jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        rows = sweep(runner, Setup(), [SPEC], ("static-2048",), (2.0, 20.0), 1.0,
+                     SETTINGS.window)
+    ok = dict(zip(rows["rate"], rows["goodput_ok"], strict=True))
+    assert ok == {2.0: True, 20.0: False}  # fake static-2048 sustains up to 4 x 3 = 12 req/s
+    assert (rows["measure_s"] == SETTINGS.window.measure_s).all()
+    assert rows.loc[rows.rate == 20.0, "verdict"].iloc[0].startswith("P90 TTFT 100 / TPOT")

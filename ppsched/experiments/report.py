@@ -15,8 +15,7 @@ from ppsched.experiments.fig_tail import pp_over_tp
 COMMANDS = """```
 make demo        # = ppsched demo --out results/demo   (goodput vs SLO, azure-conv, 32B)
 make paper       # = ppsched paper --out results       (everything below, then this report)
-ppsched goodput --model qwen2.5-14b --workload azure-conv --seeds 3 --verify \
-    --out results/goodput/qwen2.5-14b
+ppsched goodput --model qwen2.5-14b --seeds 3 --verify --out results/goodput/qwen2.5-14b
 ppsched goodput --trace-file my.jsonl --format mooncake --max-context 32768 --out my-goodput
 ppsched figures --out results                          (fixed-load figures only)
 ppsched report --out results                           (rewrite this file from the CSVs)
@@ -105,6 +104,8 @@ def goodput_section(model: str, table: pd.DataFrame, rel: str) -> list[str]:
     paper = ref.GOODPUT_RATIO_VS_2048.get(model, {}) if workload == "azure-conv" else {}
     notes = []
     for scale in (1.0, 0.4):
+        if scale not in set(table.slo_scale):
+            continue
         want = paper.get(scale, math.nan)
         for key in ("predictive", "predictive-paper"):
             if key not in set(table.policy):
@@ -137,8 +138,10 @@ def compare_with_paper(table: pd.DataFrame, scale: float, ours: float, want: flo
     show: whether the best fixed chunk itself beats static:2048 by less than the paper's ratio
     (little to win), and whether predictive falls short of the best fixed chunk (goodput left)."""
     if not math.isfinite(ours):
-        return (f"At SLO {scale:g} the predictive/static:2048 ratio is undefined "
-                "(static:2048 sustains no rate).")
+        base = _goodput(table, "static-2048", scale)
+        why = ("static:2048 was not measured" if not math.isfinite(base) else
+               "static:2048 sustains no rate" if base == 0 else "predictive was not measured")
+        return f"At SLO {scale:g} the predictive/static:2048 ratio is undefined ({why})."
     text = (f"At SLO {scale:g} predictive/static:2048 is {_fmt(ours)} against the paper's "
             f"{want:g}×")
     if ours >= want:
