@@ -127,7 +127,7 @@ def figures_step(runner: Runner, setup: Setup, out: Path, plan: PaperPlan) -> No
     for workload, rate in SYNTHETIC_RATES.items():
         base = spec_for(workload, setup)
         spec = run_spec(base, rate, setup.seed, _window(base, setup, plan))
-        rows += policy_rows(workload, rate, run_policies(runner, setup, spec, ALL_POLICY_KEYS))
+        rows += policy_rows(workload, rate, run_policies(runner, setup, spec, PAPER_POLICIES))
     plot_synthetic(pd.DataFrame(rows), figs)
 
     spec = WorkloadSpec("azure-conv", replay=True, window_min=plan.replay_window_min,
@@ -135,7 +135,7 @@ def figures_step(runner: Runner, setup: Setup, out: Path, plan: PaperPlan) -> No
     rows = []
     for tpot in (200.0, 150.0):
         slo = Slo(setup.base_slo.ttft_ms, tpot)
-        for key, run in run_policies(runner, setup, spec, ALL_POLICY_KEYS, slo=slo).items():
+        for key, run in run_policies(runner, setup, spec, PAPER_POLICIES, slo=slo).items():
             rows.append({"policy": key, "chosen": run.chosen, "tpot_slo_ms": tpot,
                          "ttft_slo_ms": slo.ttft_ms, "requests": len(run.outcome.records),
                          "slo_attainment": attainment(run.outcome, slo),

@@ -184,7 +184,8 @@ def tail_section(frame: pd.DataFrame) -> list[str]:
     for workload, sub in frame.groupby("workload", sort=False):
         sub = sub.set_index("policy")
         chosen = sub.loc["oracle-static", "chosen"] if "oracle-static" in sub.index else "?"
-        for pol in ("greedy", "predictive", "predictive-ds", "sglang-dynamic", "static-2048"):
+        for pol in ("greedy", "predictive", "predictive-paper", "predictive-ds", "sglang-dynamic",
+                    "static-2048"):
             if pol not in sub.index:
                 continue
             paper = ref.TAIL_REDUCTION.get(str(workload), {}) if pol == "predictive" else (
