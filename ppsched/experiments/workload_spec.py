@@ -30,6 +30,7 @@ class WorkloadSpec:
     trace_format: str | None = None
     max_context: int | None = None
     data_dir: str | None = None
+    resample: bool = False  # lengths drawn i.i.d. from all rows (the goodput method's runs)
 
     def __post_init__(self) -> None:
         if self.rate is None and not self.replay:
@@ -61,4 +62,5 @@ def _load_cached(spec: WorkloadSpec) -> Any:
                          trace_format=spec.trace_format, rate=spec.rate, replay=spec.replay,
                          window_min=spec.window_min, speedup=spec.speedup,
                          num_requests=spec.num_requests, duration_s=spec.duration_s,
-                         seed=spec.seed, max_context=spec.max_context, data_dir=spec.data_dir)
+                         seed=spec.seed, max_context=spec.max_context, data_dir=spec.data_dir,
+                         resample=spec.resample)
