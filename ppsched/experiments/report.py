@@ -358,7 +358,7 @@ def write_report(out: Path, elapsed_s: float | None = None) -> Path:
             parts += ds_section(ds, f"goodput/ds-{workload}", workload)
     if "summarization-reversed" not in DS_WORKLOADS:
         parts += ["Not run by `make paper`: delay scheduling's goodput on summarization-reversed "
-                  "(the CNN-Reversed stand-in). DS never acts there (bench/ds.md) and its "
+                  "(the CNN-Reversed stand-in): bench/ds.md reports DS never acting there, and its "
                   "~2700-token outputs make each sustained run about ten times a conversation "
                   "run; `ppsched goodput --workload summarization-reversed --policies "
                   "predictive,predictive-ds` measures it.", ""]
