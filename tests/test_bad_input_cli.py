@@ -35,6 +35,8 @@ FILES = {
     "backwards.csv": ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:50.5,374,44\n"
                       "2023-11-16 18:15:46.6805900,100,12\n"),
     "not_utf8.csv": "num_prefill_tokens,num_decode_tokens\n\udcff\udcfe100,5\n",
+    "bad.jsonl": ('{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [0]}\n'
+                  "{timestamp: 1}\n"),
 }
 
 
@@ -77,9 +79,16 @@ CASES: tuple[Case, ...] = (
                             "--policies", "greedy", "--no-progress", *OUT), "'0'"),
     Case("negative SLO scale", ("goodput", "--slo-scales=1,-0.5", "--workload", "azure-conv",
                                 "--policies", "greedy", "--no-progress", *OUT), "'-0.5'"),
-    Case("inverted goodput bracket", ("goodput", "--lo", "5", "--hi", "1", "--workload",
-                                      "azure-conv", "--policies", "greedy", "--no-progress",
-                                      *OUT), "lo=5.0, hi=1.0"),
+    Case("goodput floor above the start rate", ("goodput", "--floor", "5", "--start", "1",
+                                                "--workload", "azure-conv", "--policies",
+                                                "greedy", "--no-progress", *OUT),
+         "start=1.0, floor=5.0"),
+    Case("goodput resolution coarser than 2%", ("goodput", "--rel-tol", "0.05", "--workload",
+                                                "azure-conv", "--policies", "greedy",
+                                                "--no-progress", *OUT), "rel_tol=0.05"),
+    Case("mooncake line not JSON", ("workload", "stats", "--trace-file",
+                                    "<tmp>/bad.jsonl", "--format", "mooncake"),
+         "line 2: not JSON"),
     # model / hardware / parallelism / engine settings
     Case("unknown model", ("run", "--model", "llama-9000", *WL, *OUT), "'llama-9000'"),
     Case("model config not JSON", ("run", "--model", "<tmp>/truncated.json", *WL, *OUT),

@@ -176,3 +176,20 @@ def test_rows_with_more_fields_than_the_header_are_refused(tmp_path):
     path.write_text("num_prefill_tokens,num_decode_tokens\n100,5,7\n10,5,1\n")
     with pytest.raises(UserError, match=r"line 2: 3 fields"):
         read_trace(path, "lengths")
+
+
+def test_resample_draws_lengths_from_every_row_per_seed():
+    table = read_trace(data_dir() / CATALOG["azure-conv"].file, "azure")
+    rows = set(zip(table.prompt_tokens.tolist(), table.output_tokens.tolist(), strict=True))
+    plain = load_workload("azure-conv", rate=2.0, num_requests=300, seed=1)
+    first = list(zip(table.prompt_tokens[:300].tolist(), table.output_tokens[:300].tolist(),
+                     strict=True))
+    assert [(r.prompt_tokens, r.output_tokens) for r in plain.requests] == first  # file order
+    a = load_workload("azure-conv", rate=2.0, num_requests=300, seed=1, resample=True)
+    b = load_workload("azure-conv", rate=2.0, num_requests=300, seed=2, resample=True)
+    pairs_a = [(r.prompt_tokens, r.output_tokens) for r in a.requests]
+    assert set(pairs_a) <= rows and pairs_a != first
+    assert pairs_a != [(r.prompt_tokens, r.output_tokens) for r in b.requests]
+    assert [r.arrival_s for r in a.requests] == [r.arrival_s for r in plain.requests]
+    with pytest.raises(UserError, match="Poisson"):
+        load_workload("azure-conv", resample=True)

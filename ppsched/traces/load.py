@@ -96,7 +96,7 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                   replay: bool = False, window_min: float | None = None, speedup: float = 1.0,
                   num_requests: int | None = None, duration_s: float | None = None,
                   seed: int = 0, max_context: int | None = None,
-                  data_dir: str | None = None) -> Workload:
+                  data_dir: str | None = None, resample: bool = False) -> Workload:
     """Build a workload from a catalog name or a user trace file (exactly one).
 
     Arrivals: `rate` gives seeded Poisson arrivals; otherwise a timestamped (azure) trace is
@@ -105,7 +105,10 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
     (replay keeps each row's own lengths); when more requests are asked than the file has, every
     request's lengths are sampled with replacement (seeded). Bounds: `num_requests` (default: the
     whole file, 1000 for synthetic) and/or `duration_s` (arrivals strictly before it).
-    `max_context` caps prompt+output, counted in `truncated` and stated in `notes`.
+    `resample` (Poisson only) draws every request's lengths i.i.d. from all rows (seeded) even
+    when the file has enough rows, so a short run represents the whole trace and each seed sees
+    its own sample (the goodput method uses it). `max_context` caps prompt+output, counted in
+    `truncated` and stated in `notes`.
     Arrival and length draws use separate seeded streams, so lengths do not change with rate.
     """
     num_requests = _positive_int("--num-requests", num_requests)
@@ -115,6 +118,8 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
     check_speedup(speedup)
     if window_min is not None:
         check_window(window_min)
+    if resample and rate is None:
+        raise UserError("resampling lengths applies to Poisson arrivals (--rate) only")
     if rate is not None:
         check_rate(rate)
         if replay:
@@ -157,7 +162,7 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                                  duration_s=duration_s)
         arrival = f"poisson rate={rate} seed={seed}"
         index = np.arange(len(times))
-        if table is not None and len(times) > len(table):
+        if table is not None and (resample or len(times) > len(table)):
             index = len_rng.integers(0, len(table), size=len(times))
             notes.append(f"{len(times)} requests sampled with replacement from {len(table)} "
                          f"rows (seed {seed})")
