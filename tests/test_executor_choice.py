@@ -15,7 +15,8 @@ from ppsched.experiments.run_config import RunConfig
 from ppsched.experiments.runner import Runner, RunTask, compute
 from ppsched.experiments.workload_spec import WorkloadSpec
 
-SWEEP = ["sweep", "--policies", "greedy", "--rates", "1", "--num-requests", "10"]
+SWEEP = ["sweep", "--policies", "greedy", "--rates", "1", "--measure-s", "10", "--warmup-s", "0",
+         "--cooldown-s", "0"]
 
 
 def _run(capsys, tmp_path, *extra: str) -> tuple[int, str]:

@@ -24,16 +24,17 @@ from ppsched.experiments.ray_executor import RayExecutor
 from ppsched.experiments.runner import Runner
 from ppsched.experiments.sweep import sweep
 from ppsched.experiments.workload_spec import WorkloadSpec
+from ppsched.metrics.steady import Window
 
 ray = pytest.importorskip(
     "ray", reason="the ray extra is not installed (pip install 'ppsched[ray]'; make setup does)")
 
 TESTS = Path(__file__).resolve().parent
-SWEEP = ["sweep", "--policies", "static-2048,predictive", "--rates", "0.5,1.5",
-         "--num-requests", "30", "--no-progress"]
+WINDOW = ["--warmup-s", "5", "--measure-s", "20", "--cooldown-s", "5"]  # tiny: speed, not truth
+SWEEP = ["sweep", "--policies", "static-2048,predictive", "--rates", "0.5,1.5", *WINDOW,
+         "--no-progress"]
 GOODPUT = ["goodput", "--policies", "static-2048,predictive", "--slo-scales", "1.0,0.4",
-           "--num-requests", "30", "--hi", "2.0", "--rel-tol", "0.2", "--max-steps", "5",
-           "--no-progress"]
+           *WINDOW, "--start", "1.0", "--max-steps", "5", "--no-progress"]
 FAKE_SPEC = WorkloadSpec("azure-conv", rate=1.0, num_requests=60, seed=0)
 POLICIES = ("static-1024", "static-2048", "greedy")
 RATES = (0.5, 1.0, 1.5)
@@ -102,7 +103,7 @@ def test_goodput_csv_equals_local_pool_byte_for_byte(ray_session, local_csvs, tm
 
 def test_goodput_searches_run_in_parallel_on_ray(ray_session, tmp_path):
     simulate = partial(xfakes.logged_simulate, tmp_path, 0.2)
-    settings = SearchSettings(lo=0.25, hi=2.0, rel_tol=0.2, max_steps=4)
+    settings = SearchSettings(start=1.0, max_steps=4, window=Window(5.0, 20.0, 5.0))
     with _ray_runner(tmp_path / "cache", simulate) as runner:
         goodput_table(runner, Setup(), FAKE_SPEC, ("static-2048", "predictive"), (1.0, 0.4),
                       settings)
