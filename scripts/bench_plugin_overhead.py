@@ -96,7 +96,7 @@ def build(waiting: int, running: int, pp: int, log_path: str):
     cfg = PluginConfig(chunk="predictive", ds="on", candidates=tuple(range(128, 2049, 128)),
                        boundaries=tuple(range(8, 513, 8)), model="qwen2.5-32b",
                        decision_log=log_path)
-    controller, trimmer = build_checked(cfg, ServerFacts(None, None, pp, 1, 2048))
+    controller, trimmer, _ = build_checked(cfg, ServerFacts(None, None, pp, 1, 2048))
     agreement = Agreement(None, 0, 1, True)
     agreement.report(True, "bench")
     st = PluginState(cfg=cfg, rank=0, pp_size=pp, launch_chunk=2048, controller=controller,
@@ -116,7 +116,15 @@ def build(waiting: int, running: int, pp: int, log_path: str):
     return st, sched
 
 
-def turn(st, sched, decide, record_stage, pp: int) -> None:
+def record_stage(st, batch, ms: float) -> None:
+    """The run_batch hook's stage record, with a fixed measured time (no device here)."""
+    from ppsched.sglang_patch import stage_feed
+    from ppsched.sglang_patch.device_timing import CPU_WALL, FinishedStage
+
+    stage_feed.record(st, FinishedStage(stage_feed.launched_stage(st, batch, None), ms, CPU_WALL))
+
+
+def turn(st, sched, decide, pp: int) -> None:
     """One microbatch turn of rank 0: what the hooks run, in their order."""
     st.iteration += 1
     st.slot = st.iteration % pp
@@ -130,23 +138,22 @@ def turn(st, sched, decide, record_stage, pp: int) -> None:
         batch = Batch([sched.waiting_queue[0]], "extend")
     else:
         batch = sched.running_mbs[st.slot]
-    record_stage(st, sched, batch, 25.0)
+    record_stage(st, batch, 25.0)
 
 
 def measure(waiting: int, running: int, pp: int, turns: int) -> dict:
     from ppsched.sglang_patch.decide import decide
-    from ppsched.sglang_patch.hooks import _record_stage
 
     with tempfile.TemporaryDirectory() as tmp:
         st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
         for _ in range(50):  # warm-up (first snapshots, ALP's first fits)
-            turn(st, sched, decide, _record_stage, pp)
+            turn(st, sched, decide, pp)
         times = []
         for _ in range(turns):
             for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:  # decoding goes on
                 r.output_ids.append(7)
             t = time.perf_counter()
-            turn(st, sched, decide, _record_stage, pp)
+            turn(st, sched, decide, pp)
             times.append(1e6 * (time.perf_counter() - t))
     times.sort()
     return {"mean": statistics.fmean(times), "p50": times[len(times) // 2],

@@ -20,6 +20,7 @@ from ppsched.core.snapshots import (
     QueuedRequest,
     SlotLoad,
 )
+from ppsched.sglang_patch import fast_scan
 
 MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
@@ -99,7 +100,7 @@ def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, l
     chunked_q = as_queued(chunked) if chunked is not None else None
     view = [as_queued(r) for r in waiting[:limit]]
     view.sort(key=lambda q: (q.arrival_s, q.req_id))
-    tokens = sum(map(remaining_prompt, waiting))
+    tokens = fast_scan.remaining_prompt_sum(waiting)
     count = len(waiting)
     if chunked_q is not None:
         tokens += chunked_q.remaining_prompt_tokens
@@ -112,24 +113,23 @@ def context_len(req) -> int:
     return len(req.origin_input_ids) + len(req.output_ids)
 
 
-def slot_loads(slot_reqs: Sequence[Iterable]) -> tuple[SlotLoad, ...]:
+def slot_loads(slot_reqs: Sequence[Sequence]) -> tuple[SlotLoad, ...]:
     """Decode load per slot from its running + held requests (finished ones excluded)."""
-    loads = []
-    for slot, reqs in enumerate(slot_reqs):
-        live = [r for r in reqs if not r.finished()]
-        loads.append(SlotLoad(slot, len(live), sum(context_len(r) for r in live)))
-    return tuple(loads)
+    return tuple(SlotLoad(slot, *fast_scan.live_load(reqs)) for slot, reqs in enumerate(slot_reqs))
 
 
 def chunk_snapshot(*, now_s: float, iteration: int, slot: int, pp_size: int, waiting: Sequence,
-                   chunked, slot_reqs: Sequence[Iterable], kv_free: int, kv_total: int,
+                   chunked, slot_reqs: Sequence[Sequence], kv_free: int, kv_total: int,
                    clock: RequestClock, recent_stage_ms: Iterable[float], max_chunk: int,
-                   queue_view: int) -> ChunkSnapshot:
+                   queue_view: int, slots: tuple[SlotLoad, ...] | None = None
+                   ) -> ChunkSnapshot:
+    """``slots``: ``slot_loads(slot_reqs)`` when the caller already has it."""
     queue, count, tokens, chunked_q = queued_view(waiting, chunked, clock, now_s, queue_view)
     return ChunkSnapshot(
         now_s=now_s, iteration=iteration, slot=slot, pp_size=pp_size, queue=queue,
         queued_requests=count, queued_prompt_tokens=tokens, chunked=chunked_q,
-        slots=slot_loads(slot_reqs), kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
+        slots=slots if slots is not None else slot_loads(slot_reqs),
+        kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
         recent_ttft_ms=tuple(clock.recent_ttft_ms), recent_tpot_ms=tuple(clock.recent_tpot_ms),
         recent_stage_ms=tuple(recent_stage_ms),
         arrived_requests_total=clock.arrived_requests,

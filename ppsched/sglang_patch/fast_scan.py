@@ -1,0 +1,60 @@
+"""Whole-queue and whole-slot sums without a Python call per request (engine-free).
+
+The per-turn snapshot needs exact totals over every waiting request (remaining prompt tokens)
+and every running/held request (live count, context tokens). Any of those fields can change
+between turns without the plugin seeing it (the radix cache sets ``prefix_len`` on waiting
+requests, decoding grows ``output_ids``), so the totals are re-read every turn -- but through
+``map``/``attrgetter``, which walk the lists in C: the same values as summing
+``translate.remaining_prompt``/``context_len`` request by request, several times cheaper.
+Request fields are ints (``extend_end`` may be None, as SGLang's is before a request is chunked);
+anything else takes the per-request path, which gives the reference values by definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import attrgetter, methodcaller, not_, sub
+
+_IDS = attrgetter("origin_input_ids")
+_OUT = attrgetter("output_ids")
+_PREFIX = attrgetter("prefix_len")
+_EXTEND = attrgetter("extend_end")
+_FINISHED = methodcaller("finished")
+
+
+def remaining_prompt_sum(reqs: Sequence) -> int:
+    """``sum(translate.remaining_prompt(r) for r in reqs)``."""
+    from ppsched.sglang_patch.translate import remaining_prompt
+
+    try:
+        lens = list(map(len, map(_IDS, reqs)))
+        pre = _none_as_zero(list(map(_PREFIX, reqs)))
+        ext = _none_as_zero(list(map(_EXTEND, reqs)))
+    except AttributeError:  # a request without progress fields (the reference handles it)
+        return sum(map(remaining_prompt, reqs))
+    if not any(pre) and not any(ext):
+        return sum(lens)
+    if not (_all_ints(pre) and _all_ints(ext)):
+        return sum(map(remaining_prompt, reqs))
+    return sum(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
+
+
+def live_load(reqs: Sequence) -> tuple[int, int]:
+    """(unfinished requests, their prompt + generated tokens): one slot's decode load."""
+    done = list(map(_FINISHED, reqs))
+    live = list(compress(reqs, map(not_, done))) if any(done) else reqs
+    return len(live), sum(map(len, map(_IDS, live))) + sum(map(len, map(_OUT, live)))
+
+
+def live_count(reqs: Sequence) -> int:
+    """Unfinished requests in ``reqs``."""
+    return len(reqs) - sum(map(bool, map(_FINISHED, reqs)))
+
+
+def _none_as_zero(values: list) -> list:
+    return [v or 0 for v in values] if None in values else values
+
+
+def _all_ints(values: list) -> bool:
+    return all(map(int.__instancecheck__, values)) if values else True
