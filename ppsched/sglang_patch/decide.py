@@ -116,13 +116,11 @@ def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens,
     held = [r for r in held_batch.reqs if not r.finished()] if held_batch is not None else []
     if len(running) + len(held) < 2:
         return ()
-    snap = translate.decode_snapshot(
+    snap, by_id = translate.decode_snapshot_and_rids(
         now_s=now, slot=st.slot, pp_size=st.slots, running=running, held=held,
         slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=queued,
         queued_prompt_tokens=queued_tokens, clock=st.clock)
     decision = st.trimmer.select(snap)
-    by_id = {st.clock.get(r.rid).req_id: r.rid for r in running + held
-             if st.clock.get(r.rid) is not None}
     hold = tuple(sorted(by_id[i] for i in decision.hold_ids if i in by_id))
     st.log.write("ds_decision", iteration=st.iteration, slot=st.slot, reason=decision.reason,
                  decode_set=len(running) + len(held), hold=list(hold))

@@ -25,6 +25,11 @@ _FINISHED = methodcaller("finished")
 
 def remaining_prompt_sum(reqs: Sequence) -> int:
     """``sum(translate.remaining_prompt(r) for r in reqs)``."""
+    return sum(remaining_prompts(reqs))
+
+
+def remaining_prompts(reqs: Sequence) -> list[int]:
+    """``[translate.remaining_prompt(r) for r in reqs]``."""
     from ppsched.sglang_patch.translate import remaining_prompt
 
     try:
@@ -32,12 +37,20 @@ def remaining_prompt_sum(reqs: Sequence) -> int:
         pre = _none_as_zero(list(map(_PREFIX, reqs)))
         ext = _none_as_zero(list(map(_EXTEND, reqs)))
     except AttributeError:  # a request without progress fields (the reference handles it)
-        return sum(map(remaining_prompt, reqs))
+        return list(map(remaining_prompt, reqs))
     if not any(pre) and not any(ext):
-        return sum(lens)
+        return lens
     if not (_all_ints(pre) and _all_ints(ext)):
-        return sum(map(remaining_prompt, reqs))
-    return sum(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
+        return list(map(remaining_prompt, reqs))
+    return list(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
+
+
+def prompt_lens(reqs: Sequence) -> list[int]:
+    return list(map(len, map(_IDS, reqs)))
+
+
+def output_lens(reqs: Sequence) -> list[int]:
+    return list(map(len, map(_OUT, reqs)))
 
 
 def live_load(reqs: Sequence) -> tuple[int, int]:

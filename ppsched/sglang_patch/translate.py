@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import (
@@ -24,6 +25,7 @@ from ppsched.sglang_patch import fast_scan
 
 MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
+_BY_ARRIVAL = attrgetter("arrival_s", "req_id")
 
 
 @dataclass(slots=True)
@@ -34,6 +36,7 @@ class _Times:
     first_token_s: float = float("nan")
     last_token_s: float = float("nan")
     held_streak: int = 0
+    queued: QueuedRequest | None = None  # its last queue entry, reused while unchanged
 
 
 class RequestClock:
@@ -61,8 +64,11 @@ class RequestClock:
 
     def observe(self, req, now_s: float) -> _Times:
         """Update a request's token times from its output count; record TTFT/TPOT samples."""
-        t = self.arrive(req.rid, len(req.origin_input_ids), now_s)
-        n = len(req.output_ids)
+        return self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
+
+    def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
+        """``observe`` with the request's prompt and output lengths already read."""
+        t = self._times.get(req.rid) or self.arrive(req.rid, prompt, now_s)
         if n > t.n_out:
             if t.n_out == 0:
                 t.first_token_s = now_s
@@ -75,6 +81,15 @@ class RequestClock:
                     1000.0 * (t.last_token_s - t.first_token_s) / (t.n_out - 1))
             self._times.pop(req.rid, None)
         return t
+
+    def queued(self, rid: str, prompt: int, remaining: int, now_s: float) -> QueuedRequest:
+        """The request's queue entry (arriving it if new). Built again only when its counts
+        change: the same value as a fresh one, without a frozen-dataclass build per turn."""
+        t = self._times.get(rid) or self.arrive(rid, prompt, now_s)
+        q = t.queued
+        if q is None or q.remaining_prompt_tokens != remaining or q.prompt_tokens != prompt:
+            q = t.queued = QueuedRequest(t.req_id, t.arrival_s, prompt, remaining)
+        return q
 
     def get(self, rid: str) -> _Times | None:
         return self._times.get(rid)
@@ -92,14 +107,13 @@ def remaining_prompt(req) -> int:
 def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, limit: int
                 ) -> tuple[tuple[QueuedRequest, ...], int, int, QueuedRequest | None]:
     """(FCFS view of at most ``limit``, exact count, exact remaining tokens, the chunked one)."""
-    def as_queued(req) -> QueuedRequest:
-        t = clock.arrive(req.rid, len(req.origin_input_ids), now_s)
-        return QueuedRequest(t.req_id, t.arrival_s, len(req.origin_input_ids),
-                             remaining_prompt(req))
-
-    chunked_q = as_queued(chunked) if chunked is not None else None
-    view = [as_queued(r) for r in waiting[:limit]]
-    view.sort(key=lambda q: (q.arrival_s, q.req_id))
+    chunked_q = clock.queued(chunked.rid, len(chunked.origin_input_ids),
+                             remaining_prompt(chunked), now_s) if chunked is not None else None
+    head = waiting[:limit]
+    view = [clock.queued(r.rid, n, rem, now_s) for r, n, rem in
+            zip(head, fast_scan.prompt_lens(head), fast_scan.remaining_prompts(head),
+                strict=True)]
+    view.sort(key=_BY_ARRIVAL)
     tokens = fast_scan.remaining_prompt_sum(waiting)
     count = len(waiting)
     if chunked_q is not None:
@@ -145,20 +159,68 @@ def decoding_request(req, clock: RequestClock, now_s: float) -> DecodingRequest:
                            last_token_s=last, held_streak=t.held_streak)
 
 
+def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
+                      ) -> tuple[list[DecodingRequest], list[tuple[str, _Times]]]:
+    """``[decoding_request(r) for r in reqs]`` ordered by arrival, and each request's
+    (rid, times) in ``reqs`` order."""
+    out, rids = [], []
+    lens = zip(reqs, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
+    for req, prompt, n in lens:
+        t = clock.observe_counts(req, prompt, n, now_s)
+        rids.append((req.rid, t))
+        first, last = (t.first_token_s, t.last_token_s) if t.n_out else (now_s, now_s)
+        out.append(_decoding(t.req_id, t.arrival_s, prompt + n, n, first, last, t.held_streak))
+    out.sort(key=_BY_ARRIVAL)
+    return out, rids
+
+
+_new = object.__new__
+_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in DecodingRequest.__slots__)
+
+
+def _decoding(req_id, arrival_s, context, generated, first, last, streak) -> DecodingRequest:
+    """``DecodingRequest(...)`` in half the time: the frozen dataclass's ``__init__`` pays an
+    ``object.__setattr__`` lookup per field; the slot descriptors set the same fields directly.
+    Built once per decoding request per turn, so this is the decode snapshot's main cost."""
+    d = _new(DecodingRequest)
+    s_id, s_arr, s_ctx, s_gen, s_first, s_last, s_streak = _SET
+    s_id(d, req_id)
+    s_arr(d, arrival_s)
+    s_ctx(d, context)
+    s_gen(d, generated)
+    s_first(d, first)
+    s_last(d, last)
+    s_streak(d, streak)
+    return d
+
+
 def decode_snapshot(*, now_s: float, slot: int, pp_size: int, running: Sequence, held: Sequence,
                     slot_sizes: Sequence[int], kv_free: int, kv_total: int, queued_requests: int,
                     queued_prompt_tokens: int, clock: RequestClock) -> DecodeSnapshot:
     """Finished requests must already be filtered out of ``running`` and ``held``."""
-    run = sorted((decoding_request(r, clock, now_s) for r in running),
-                 key=lambda d: (d.arrival_s, d.req_id))
-    hold = sorted((decoding_request(r, clock, now_s) for r in held),
-                  key=lambda d: (d.arrival_s, d.req_id))
+    return decode_snapshot_and_rids(
+        now_s=now_s, slot=slot, pp_size=pp_size, running=running, held=held,
+        slot_sizes=slot_sizes, kv_free=kv_free, kv_total=kv_total,
+        queued_requests=queued_requests, queued_prompt_tokens=queued_prompt_tokens,
+        clock=clock)[0]
+
+
+def decode_snapshot_and_rids(*, now_s: float, slot: int, pp_size: int, running: Sequence,
+                             held: Sequence, slot_sizes: Sequence[int], kv_free: int,
+                             kv_total: int, queued_requests: int, queued_prompt_tokens: int,
+                             clock: RequestClock) -> tuple[DecodeSnapshot, dict[int, str]]:
+    """``decode_snapshot`` and req_id -> rid of its requests the clock still tracks (as
+    ``clock.get`` finds them afterwards), to name the trimmer's holds."""
+    run, run_rids = decoding_requests(running, clock, now_s)
+    hold, held_rids = decoding_requests(held, clock, now_s)
+    get = clock.get
+    rids = {t.req_id: rid for rid, t in run_rids + held_rids if get(rid) is t}
     return DecodeSnapshot(now_s=now_s, slot=slot, pp_size=pp_size, running=tuple(run),
                           held=tuple(hold), slot_sizes=tuple(int(s) for s in slot_sizes),
                           kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
                           queued_requests=queued_requests,
                           queued_prompt_tokens=queued_prompt_tokens,
-                          recent_tpot_ms=tuple(clock.recent_tpot_ms))
+                          recent_tpot_ms=tuple(clock.recent_tpot_ms)), rids
 
 
 def batch_shape(is_decode: bool, prefix_lens: Sequence[int] | None,
