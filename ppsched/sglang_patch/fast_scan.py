@@ -5,7 +5,7 @@ and every running/held request (live count, context tokens). Any of those fields
 between turns without the plugin seeing it (the radix cache sets ``prefix_len`` on waiting
 requests, decoding grows ``output_ids``), so the totals are re-read every turn -- but through
 ``map``/``attrgetter``, which walk the lists in C: the same values as summing
-``translate.remaining_prompt``/``context_len`` request by request, several times cheaper.
+``remaining_prompt``/``translate.context_len`` request by request, several times cheaper.
 Request fields are ints (``extend_end`` may be None, as SGLang's is before a request is chunked);
 anything else takes the per-request path, which gives the reference values by definition.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import attrgetter, methodcaller, not_, sub
+from operator import attrgetter, is_, methodcaller, not_, sub
 
 _IDS = attrgetter("origin_input_ids")
 _OUT = attrgetter("output_ids")
@@ -23,24 +23,31 @@ _EXTEND = attrgetter("extend_end")
 _FINISHED = methodcaller("finished")
 
 
+def remaining_prompt(req) -> int:
+    """Prompt tokens not yet prefilled (a chunked request has prefilled up to extend_end)."""
+    done = max(int(getattr(req, "prefix_len", 0) or 0), int(getattr(req, "extend_end", 0) or 0))
+    return max(len(req.origin_input_ids) - done, 0)
+
+
 def remaining_prompt_sum(reqs: Sequence) -> int:
-    """``sum(translate.remaining_prompt(r) for r in reqs)``."""
+    """``sum(remaining_prompt(r) for r in reqs)``."""
     return sum(remaining_prompts(reqs))
 
 
 def remaining_prompts(reqs: Sequence) -> list[int]:
-    """``[translate.remaining_prompt(r) for r in reqs]``."""
-    from ppsched.sglang_patch.translate import remaining_prompt
-
+    """``[remaining_prompt(r) for r in reqs]``."""
     try:
         lens = list(map(len, map(_IDS, reqs)))
-        pre = _none_as_zero(list(map(_PREFIX, reqs)))
-        ext = _none_as_zero(list(map(_EXTEND, reqs)))
+        pre = list(map(_PREFIX, reqs))
+        ext = list(map(_EXTEND, reqs))
     except AttributeError:  # a request without progress fields (the reference handles it)
         return list(map(remaining_prompt, reqs))
-    if not any(pre) and not any(ext):
+    has_pre, has_ext = any(pre), any(ext)  # None and 0 both mean "nothing prefilled"
+    if not has_pre and not has_ext:
         return lens
-    if not (_all_ints(pre) and _all_ints(ext)):
+    pre = _ints_or_none(pre) if has_pre else repeat(0)
+    ext = _ints_or_none(ext) if has_ext else repeat(0)
+    if pre is None or ext is None:
         return list(map(remaining_prompt, reqs))
     return list(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
 
@@ -65,9 +72,8 @@ def live_count(reqs: Sequence) -> int:
     return len(reqs) - sum(map(bool, map(_FINISHED, reqs)))
 
 
-def _none_as_zero(values: list) -> list:
-    return [v or 0 for v in values] if None in values else values
-
-
-def _all_ints(values: list) -> bool:
-    return all(map(int.__instancecheck__, values)) if values else True
+def _ints_or_none(values: list) -> list | None:
+    """``values`` with None as 0, or None when any is not an int (the per-request path then)."""
+    if any(map(is_, values, repeat(None))):
+        values = [0 if v is None else v for v in values]
+    return values if all(map(int.__instancecheck__, values)) else None

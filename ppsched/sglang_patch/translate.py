@@ -22,6 +22,7 @@ from ppsched.core.snapshots import (
     SlotLoad,
 )
 from ppsched.sglang_patch import fast_scan
+from ppsched.sglang_patch.fast_scan import remaining_prompt
 
 MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
@@ -96,12 +97,6 @@ class RequestClock:
 
     def __len__(self) -> int:
         return len(self._times)
-
-
-def remaining_prompt(req) -> int:
-    """Prompt tokens not yet prefilled (a chunked request has prefilled up to extend_end)."""
-    done = max(int(getattr(req, "prefix_len", 0) or 0), int(getattr(req, "extend_end", 0) or 0))
-    return max(len(req.origin_input_ids) - done, 0)
 
 
 def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, limit: int
