@@ -100,10 +100,11 @@ def _slot_decode_set(sched, mbs, slot: int) -> list:
     last = last_mbs[slot] if last_mbs else sched.last_batch
     if last is not None and last.forward_mode is not None and last.forward_mode.is_extend():
         batches.append(last)
+    chunked = sched.chunked_req
     for batch in batches:
+        own_chunked = getattr(batch, "chunked_req", None)
         for r in batch.reqs:
-            if id(r) in seen or r.finished() or r is sched.chunked_req \
-                    or r is getattr(batch, "chunked_req", None):
+            if id(r) in seen or r.finished() or r is chunked or r is own_chunked:
                 continue
             seen.add(id(r))
             reqs.append(r)

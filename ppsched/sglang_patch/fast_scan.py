@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import attrgetter, is_, methodcaller, not_, sub
+from operator import attrgetter, is_, not_, sub
 
 _IDS = attrgetter("origin_input_ids")
 _OUT = attrgetter("output_ids")
 _PREFIX = attrgetter("prefix_len")
 _EXTEND = attrgetter("extend_end")
-_FINISHED = methodcaller("finished")
 
 
 def remaining_prompt(req) -> int:
@@ -62,14 +61,14 @@ def output_lens(reqs: Sequence) -> list[int]:
 
 def live_load(reqs: Sequence) -> tuple[int, int]:
     """(unfinished requests, their prompt + generated tokens): one slot's decode load."""
-    done = list(map(_FINISHED, reqs))
+    done = [r.finished() for r in reqs]  # a Python method: faster called from here than from C
     live = list(compress(reqs, map(not_, done))) if any(done) else reqs
     return len(live), sum(map(len, map(_IDS, live))) + sum(map(len, map(_OUT, live)))
 
 
 def live_count(reqs: Sequence) -> int:
     """Unfinished requests in ``reqs``."""
-    return len(reqs) - sum(map(bool, map(_FINISHED, reqs)))
+    return len(reqs) - sum([bool(r.finished()) for r in reqs])
 
 
 def _ints_or_none(values: list) -> list | None:
