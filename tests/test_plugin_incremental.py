@@ -6,11 +6,17 @@ loads counted once), the other the reference -- the pre-optimisation path, every
 request by request. Snapshots handed to the policies, decisions and hold sets must match exactly.
 """
 
-import dataclasses
 import random
 import sys
 import types
 
+from ppsched.core.snapshots import (
+    ChunkSnapshot,
+    DecodeSnapshot,
+    DecodingRequest,
+    QueuedRequest,
+    SlotLoad,
+)
 from ppsched.sglang_patch import fast_scan, translate
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import _kv_free_tokens, _slot_decode_set, decide
@@ -71,9 +77,57 @@ def _ref_loads(slot_reqs):
     out = []
     for slot, reqs in enumerate(slot_reqs):
         live = [r for r in reqs if not r.finished()]
-        out.append(translate.SlotLoad(slot, len(live), sum(
+        out.append(SlotLoad(slot, len(live), sum(
             len(r.origin_input_ids) + len(r.output_ids) for r in live)))
     return tuple(out)
+
+
+def _ref_queued(req, clock, now):
+    t = clock.arrive(req.rid, len(req.origin_input_ids), now)
+    return QueuedRequest(t.req_id, t.arrival_s, len(req.origin_input_ids), _ref_remaining(req))
+
+
+def _ref_chunk_snapshot(st, now, waiting, chunked, slot_reqs, kv_free, kv_total):
+    chunked_q = _ref_queued(chunked, st.clock, now) if chunked is not None else None
+    view = sorted((_ref_queued(r, st.clock, now) for r in waiting[:st.cfg.queue_view]),
+                  key=lambda q: (q.arrival_s, q.req_id))
+    tokens = sum(_ref_remaining(r) for r in waiting)
+    count = len(waiting)
+    if chunked_q is not None:
+        tokens += chunked_q.remaining_prompt_tokens
+        count += 1
+        view.insert(0, chunked_q)
+    c = st.clock
+    return ChunkSnapshot(
+        now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.slots,
+        queue=tuple(view[:st.cfg.queue_view]), queued_requests=count,
+        queued_prompt_tokens=tokens, chunked=chunked_q, slots=_ref_loads(slot_reqs),
+        kv_free_tokens=kv_free, kv_total_tokens=kv_total,
+        recent_ttft_ms=tuple(c.recent_ttft_ms), recent_tpot_ms=tuple(c.recent_tpot_ms),
+        recent_stage_ms=tuple(st.recent_stage_ms), arrived_requests_total=c.arrived_requests,
+        arrived_prompt_tokens_total=c.arrived_prompt_tokens,
+        max_chunk_tokens=min(st.launch_chunk, max(st.cfg.candidates)))
+
+
+def _ref_decoding(req, clock, now):
+    t = clock.observe(req, now)
+    first = t.first_token_s if t.n_out else now
+    last = t.last_token_s if t.n_out else now
+    return DecodingRequest(t.req_id, t.arrival_s, len(req.origin_input_ids) + len(req.output_ids),
+                           len(req.output_ids), first, last, t.held_streak)
+
+
+def _ref_decode_snapshot(st, now, running, held, sizes, kv_free, kv_total, queued, tokens):
+    def by_arrival(reqs):
+        return tuple(sorted((_ref_decoding(r, st.clock, now) for r in reqs),
+                            key=lambda d: (d.arrival_s, d.req_id)))
+
+    run, hold = by_arrival(running), by_arrival(held)
+    return DecodeSnapshot(now_s=now, slot=st.slot, pp_size=st.slots, running=run, held=hold,
+                          slot_sizes=tuple(sizes), kv_free_tokens=kv_free,
+                          kv_total_tokens=kv_total, queued_requests=queued,
+                          queued_prompt_tokens=tokens,
+                          recent_tpot_ms=tuple(st.clock.recent_tpot_ms))
 
 
 def reference_decide(st, sched):
@@ -89,15 +143,7 @@ def reference_decide(st, sched):
     chunk = predicted = queued_tokens = None
     reason = []
     if st.controller is not None and (waiting or chunked is not None):
-        snap = translate.chunk_snapshot(
-            now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.slots, waiting=waiting,
-            chunked=chunked, slot_reqs=slot_reqs, kv_free=kv_free, kv_total=kv_total,
-            clock=st.clock, recent_stage_ms=st.recent_stage_ms,
-            max_chunk=min(st.launch_chunk, max(st.cfg.candidates)),
-            queue_view=st.cfg.queue_view)
-        tokens = sum(_ref_remaining(r) for r in waiting) + (
-            _ref_remaining(chunked) if chunked is not None else 0)
-        snap = dataclasses.replace(snap, queued_prompt_tokens=tokens, slots=_ref_loads(slot_reqs))
+        snap = _ref_chunk_snapshot(st, now, waiting, chunked, slot_reqs, kv_free, kv_total)
         queued_tokens = snap.queued_prompt_tokens - (
             snap.chunked.remaining_prompt_tokens if snap.chunked is not None else 0)
         decision = st.controller.decide(snap)
@@ -112,10 +158,8 @@ def reference_decide(st, sched):
     held = [r for r in hb.reqs if not r.finished()] if hb is not None else []
     if len(running) + len(held) >= 2:
         sizes = [sum(not r.finished() for r in reqs) for reqs in slot_reqs]
-        dsnap = translate.decode_snapshot(
-            now_s=now, slot=st.slot, pp_size=st.slots, running=running, held=held,
-            slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=len(waiting),
-            queued_prompt_tokens=queued_tokens, clock=st.clock)
+        dsnap = _ref_decode_snapshot(st, now, running, held, sizes, kv_free, kv_total,
+                                     len(waiting), queued_tokens)
         ds = st.trimmer.select(dsnap)
         by_id = {st.clock.get(r.rid).req_id: r.rid for r in running + held
                  if st.clock.get(r.rid) is not None}
@@ -148,14 +192,16 @@ def _recording(st, seen):
 
 def _mutate(sched, held, rng, serial):
     """One turn of scheduler churn: arrivals, prefill progress, decoding, finishing, moves."""
-    for _ in range(rng.randrange(0, 6)):
+    quiet_queue = rng.random() < 0.4  # turns where the queue head is unchanged happen too
+    for _ in range(0 if quiet_queue else rng.randrange(0, 6)):
         serial[0] += 1
         sched.waiting_queue.insert(rng.randrange(len(sched.waiting_queue) + 1),
                                    Req(f"w{serial[0]}", rng.randrange(1, 3000), 0, rng))
-    for r in rng.sample(sched.waiting_queue, min(5, len(sched.waiting_queue))):
+    for r in rng.sample(sched.waiting_queue, 0 if quiet_queue else min(
+            5, len(sched.waiting_queue))):
         r.prefix_len = rng.choice([0, rng.randrange(0, len(r.origin_input_ids) + 20)])
         r.extend_end = rng.choice([None, r.extend_end, rng.randrange(0, 4000)])
-    if sched.waiting_queue and rng.random() < 0.4:  # prefilled: into a running slot
+    if sched.waiting_queue and not quiet_queue and rng.random() < 0.4:  # prefilled: to a slot
         req = sched.waiting_queue.pop(rng.randrange(len(sched.waiting_queue)))
         req.output_ids = [1]
         rng.choice(sched.running_mbs).reqs.append(req)
@@ -239,3 +285,21 @@ def test_fast_scans_match_per_request_sums_on_random_requests():
         assert fast_scan.live_count(reqs) == ref.decode_reqs
     bare = [Bare(5), Bare(9)]
     assert fast_scan.remaining_prompt_sum(bare) == 14
+
+
+def test_queue_head_reused_only_while_its_requests_are_tracked_and_unchanged():
+    rng = random.Random(3)
+    clock = translate.RequestClock()
+    head = [Req(f"q{i}", 100 + i, 0, rng) for i in range(4)]
+    first, _, _, _ = translate.queued_view(head, None, clock, 1.0, limit=8)
+    again, _, _, _ = translate.queued_view(head, None, clock, 2.0, limit=8)
+    assert again == first and all(a is b for a, b in zip(again, first, strict=True))
+    head[2].prefix_len, head[2].extend_end = 50, None  # the radix cache matched a prefix
+    later, _, tokens, _ = translate.queued_view(head, None, clock, 3.0, limit=8)
+    assert later[2].remaining_prompt_tokens == 102 - 50 and later[0] is first[0]
+    assert tokens == sum(map(_ref_remaining, head))
+    head[1].done = True
+    clock.observe(head[1], 4.0)  # finished: forgotten by the clock, arrives anew below
+    head[1].done = False
+    last, _, _, _ = translate.queued_view(head, None, clock, 5.0, limit=8)
+    assert last[-1].req_id == clock.get("q1").req_id == 4 and last[-1].arrival_s == 5.0

@@ -30,25 +30,30 @@ def remaining_prompt(req) -> int:
 
 def remaining_prompt_sum(reqs: Sequence) -> int:
     """``sum(remaining_prompt(r) for r in reqs)``."""
-    return sum(remaining_prompts(reqs))
+    return sum(prompts_and_remaining(reqs)[1])
 
 
 def remaining_prompts(reqs: Sequence) -> list[int]:
     """``[remaining_prompt(r) for r in reqs]``."""
+    return prompts_and_remaining(reqs)[1]
+
+
+def prompts_and_remaining(reqs: Sequence) -> tuple[list[int], list[int]]:
+    """(prompt lengths, remaining prompt tokens) of ``reqs``, in order."""
+    lens = list(map(len, map(_IDS, reqs)))
     try:
-        lens = list(map(len, map(_IDS, reqs)))
         pre = list(map(_PREFIX, reqs))
         ext = list(map(_EXTEND, reqs))
     except AttributeError:  # a request without progress fields (the reference handles it)
-        return list(map(remaining_prompt, reqs))
+        return lens, list(map(remaining_prompt, reqs))
     has_pre, has_ext = any(pre), any(ext)  # None and 0 both mean "nothing prefilled"
     if not has_pre and not has_ext:
-        return lens
+        return lens, lens
     pre = _ints_or_none(pre) if has_pre else repeat(0)
     ext = _ints_or_none(ext) if has_ext else repeat(0)
     if pre is None or ext is None:
-        return list(map(remaining_prompt, reqs))
-    return list(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
+        return lens, list(map(remaining_prompt, reqs))
+    return lens, list(map(max, map(sub, lens, map(max, pre, ext)), repeat(0)))
 
 
 def prompt_lens(reqs: Sequence) -> list[int]:

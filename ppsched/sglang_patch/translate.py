@@ -27,6 +27,7 @@ from ppsched.sglang_patch.fast_scan import remaining_prompt
 MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
 _BY_ARRIVAL = attrgetter("arrival_s", "req_id")
+_RID = attrgetter("rid")
 
 
 @dataclass(slots=True)
@@ -50,6 +51,8 @@ class RequestClock:
         self.recent_tpot_ms: deque[float] = deque(maxlen=RECENT)
         self.arrived_requests = 0
         self.arrived_prompt_tokens = 0
+        self._head: tuple | None = None  # head_view's last (rids, times, prompts, remaining)
+        self._head_view: list[QueuedRequest] = []
 
     def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
         t = self._times.get(rid)
@@ -92,6 +95,22 @@ class RequestClock:
             q = t.queued = QueuedRequest(t.req_id, t.arrival_s, prompt, remaining)
         return q
 
+    def head_view(self, head: Sequence, prompts: list[int], remaining: list[int], now_s: float
+                  ) -> list[QueuedRequest]:
+        """The queue entries of ``head`` (arriving new ones) in arrival order. When the same
+        tracked requests show the same counts as last turn (compared in C, no call per
+        request), that turn's sorted entries: the same values, without rebuilding them."""
+        rids = list(map(_RID, head))
+        if self._head is not None and self._head == (
+                rids, list(map(self._times.get, rids)), prompts, remaining):
+            return list(self._head_view)
+        view = [self.queued(rid, n, rem, now_s)
+                for rid, n, rem in zip(rids, prompts, remaining, strict=True)]
+        view.sort(key=_BY_ARRIVAL)
+        self._head = (rids, list(map(self._times.get, rids)), prompts, remaining)
+        self._head_view = view
+        return list(view)
+
     def get(self, rid: str) -> _Times | None:
         return self._times.get(rid)
 
@@ -104,12 +123,9 @@ def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, l
     """(FCFS view of at most ``limit``, exact count, exact remaining tokens, the chunked one)."""
     chunked_q = clock.queued(chunked.rid, len(chunked.origin_input_ids),
                              remaining_prompt(chunked), now_s) if chunked is not None else None
-    head = waiting[:limit]
-    view = [clock.queued(r.rid, n, rem, now_s) for r, n, rem in
-            zip(head, fast_scan.prompt_lens(head), fast_scan.remaining_prompts(head),
-                strict=True)]
-    view.sort(key=_BY_ARRIVAL)
-    tokens = fast_scan.remaining_prompt_sum(waiting)
+    lens, remaining = fast_scan.prompts_and_remaining(waiting)
+    view = clock.head_view(waiting[:limit], lens[:limit], remaining[:limit], now_s)
+    tokens = sum(remaining)
     count = len(waiting)
     if chunked_q is not None:
         tokens += chunked_q.remaining_prompt_tokens
