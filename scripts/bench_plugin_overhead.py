@@ -4,7 +4,7 @@ records, the Prometheus counters (multiprocess mode, as under SGLang's --enable-
 prometheus_client is installed) and the stage measurement fed to ALP -- everything the hooks do
 per microbatch turn on the deciding rank, timed together.
 
-    python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4]
+    python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4] [--components]
 Run it with the SGLang venv's python to include Prometheus (it prints whether it did).
 Budget (issue 16): <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
 """
@@ -160,6 +160,52 @@ def measure(waiting: int, running: int, pp: int, turns: int) -> dict:
             "p99": times[int(0.99 * len(times))]}
 
 
+def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, float]:
+    """Per-turn cost of each part of the turn: median call time x calls per turn (each timed
+    part is wrapped, ~1 us of wrapper each; the whole turn is timed with the wrappers on)."""
+    from ppsched.sglang_patch import decide as decide_mod
+    from ppsched.sglang_patch import translate
+
+    spent: dict[str, list[float]] = {}
+
+    def timed(name: str, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            out = fn(*args, **kwargs)
+            spent.setdefault(name, []).append(1e6 * (time.perf_counter() - t))
+            return out
+        return wrapper
+
+    saved = (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
+             translate.decode_snapshot_and_rids)
+    translate.chunk_snapshot = timed("queue view + remaining-token total", saved[0])
+    translate.slot_loads = timed("slot loads (every running/held request)", saved[1])
+    decide_mod._slot_decode_set = timed("decode set of the slot", saved[2])
+    translate.decode_snapshot_and_rids = timed("decode snapshot (observe + build)", saved[3])
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
+            st.controller.decide = timed("controller decide", st.controller.decide)
+            st.controller.observe = timed("ALP learning (controller.observe)",
+                                          st.controller.observe)
+            st.controller.predictor.predict = timed("ALP predict", st.controller.predictor.predict)
+            st.trimmer.select = timed("DS select", st.trimmer.select)
+            st.log.count = timed("counters", st.log.count)
+            st.log.write = timed("JSONL buffer", st.log.write)
+            for i in range(50 + turns):
+                if i == 50:
+                    spent.clear()
+                for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:
+                    r.output_ids.append(7)
+                t = time.perf_counter()
+                turn(st, sched, decide_mod.decide, pp)
+                spent.setdefault("WHOLE TURN", []).append(1e6 * (time.perf_counter() - t))
+    finally:
+        (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
+         translate.decode_snapshot_and_rids) = saved
+    return {name: statistics.median(v) * len(v) / turns for name, v in spent.items()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -167,6 +213,8 @@ def main() -> None:
     p.add_argument("--running", type=int, default=None)
     p.add_argument("--pp", type=int, default=4)
     p.add_argument("--turns", type=int, default=2000)
+    p.add_argument("--components", action="store_true",
+                   help="also print each part's cost per turn (median call x calls per turn)")
     a = p.parse_args()
     prom_dir = tempfile.mkdtemp(prefix="ppsched-prom-")
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", prom_dir)
@@ -184,6 +232,9 @@ def main() -> None:
         r = measure(waiting, running or 1, a.pp, a.turns)
         print(f"waiting {waiting:5d}  running {running:5d}:  mean {r['mean']:7.1f} us  "
               f"p50 {r['p50']:7.1f} us  p99 {r['p99']:7.1f} us")
+        if a.components:
+            for name, us in components(waiting, running or 1, a.pp, a.turns).items():
+                print(f"    {name:40s} {us:7.1f} us/turn")
 
 
 if __name__ == "__main__":
