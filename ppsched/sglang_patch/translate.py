@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 
 from ppsched.core.batch import BatchShape
@@ -186,7 +186,13 @@ def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
 
 
 _new = object.__new__
-_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in DecodingRequest.__slots__)
+_DECODING_FIELDS = ("req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s",
+                    "last_token_s", "held_streak")
+if tuple(f.name for f in fields(DecodingRequest)) != _DECODING_FIELDS \
+        or hasattr(DecodingRequest, "__post_init__"):  # _decoding would silently diverge
+    raise ImportError("ppsched.core.snapshots.DecodingRequest changed: update "
+                      "sglang_patch.translate._decoding to build it")
+_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in _DECODING_FIELDS)
 
 
 def _decoding(req_id, arrival_s, context, generated, first, last, streak) -> DecodingRequest:
