@@ -33,13 +33,8 @@ def remaining_prompt_sum(reqs: Sequence) -> int:
     return sum(prompts_and_remaining(reqs)[1])
 
 
-def remaining_prompts(reqs: Sequence) -> list[int]:
-    """``[remaining_prompt(r) for r in reqs]``."""
-    return prompts_and_remaining(reqs)[1]
-
-
 def prompts_and_remaining(reqs: Sequence) -> tuple[list[int], list[int]]:
-    """(prompt lengths, remaining prompt tokens) of ``reqs``, in order."""
+    """(prompt lengths, ``[remaining_prompt(r) for r in reqs]``)."""
     lens = list(map(len, map(_IDS, reqs)))
     try:
         pre = list(map(_PREFIX, reqs))
