@@ -4,7 +4,7 @@ records, the Prometheus counters (multiprocess mode, as under SGLang's --enable-
 prometheus_client is installed) and the stage measurement fed to ALP -- everything the hooks do
 per microbatch turn on the deciding rank, timed together.
 
-    python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4]
+    python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4] [--components]
 Run it with the SGLang venv's python to include Prometheus (it prints whether it did).
 Budget (issue 16): <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
 """
@@ -96,7 +96,7 @@ def build(waiting: int, running: int, pp: int, log_path: str):
     cfg = PluginConfig(chunk="predictive", ds="on", candidates=tuple(range(128, 2049, 128)),
                        boundaries=tuple(range(8, 513, 8)), model="qwen2.5-32b",
                        decision_log=log_path)
-    controller, trimmer = build_checked(cfg, ServerFacts(None, None, pp, 1, 2048))
+    controller, trimmer, _ = build_checked(cfg, ServerFacts(None, None, pp, 1, 2048))
     agreement = Agreement(None, 0, 1, True)
     agreement.report(True, "bench")
     st = PluginState(cfg=cfg, rank=0, pp_size=pp, launch_chunk=2048, controller=controller,
@@ -116,7 +116,15 @@ def build(waiting: int, running: int, pp: int, log_path: str):
     return st, sched
 
 
-def turn(st, sched, decide, record_stage, pp: int) -> None:
+def record_stage(st, batch, ms: float) -> None:
+    """The run_batch hook's stage record, with a fixed measured time (no device here)."""
+    from ppsched.sglang_patch import stage_feed
+    from ppsched.sglang_patch.device_timing import CPU_WALL, FinishedStage
+
+    stage_feed.record(st, FinishedStage(stage_feed.launched_stage(st, batch, None), ms, CPU_WALL))
+
+
+def turn(st, sched, decide, pp: int) -> None:
     """One microbatch turn of rank 0: what the hooks run, in their order."""
     st.iteration += 1
     st.slot = st.iteration % pp
@@ -130,27 +138,72 @@ def turn(st, sched, decide, record_stage, pp: int) -> None:
         batch = Batch([sched.waiting_queue[0]], "extend")
     else:
         batch = sched.running_mbs[st.slot]
-    record_stage(st, sched, batch, 25.0)
+    record_stage(st, batch, 25.0)
 
 
 def measure(waiting: int, running: int, pp: int, turns: int) -> dict:
     from ppsched.sglang_patch.decide import decide
-    from ppsched.sglang_patch.hooks import _record_stage
 
     with tempfile.TemporaryDirectory() as tmp:
         st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
         for _ in range(50):  # warm-up (first snapshots, ALP's first fits)
-            turn(st, sched, decide, _record_stage, pp)
+            turn(st, sched, decide, pp)
         times = []
         for _ in range(turns):
             for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:  # decoding goes on
                 r.output_ids.append(7)
             t = time.perf_counter()
-            turn(st, sched, decide, _record_stage, pp)
+            turn(st, sched, decide, pp)
             times.append(1e6 * (time.perf_counter() - t))
     times.sort()
     return {"mean": statistics.fmean(times), "p50": times[len(times) // 2],
             "p99": times[int(0.99 * len(times))]}
+
+
+def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, float]:
+    """Per-turn cost of each part of the turn: median call time x calls per turn (each timed
+    part is wrapped, ~1 us of wrapper each; the whole turn is timed with the wrappers on)."""
+    from ppsched.sglang_patch import decide as decide_mod
+    from ppsched.sglang_patch import translate
+
+    spent: dict[str, list[float]] = {}
+
+    def timed(name: str, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            out = fn(*args, **kwargs)
+            spent.setdefault(name, []).append(1e6 * (time.perf_counter() - t))
+            return out
+        return wrapper
+
+    saved = (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
+             translate.decode_snapshot_and_rids)
+    translate.chunk_snapshot = timed("queue view + remaining-token total", saved[0])
+    translate.slot_loads = timed("slot loads (every running/held request)", saved[1])
+    decide_mod._slot_decode_set = timed("decode set of the slot", saved[2])
+    translate.decode_snapshot_and_rids = timed("decode snapshot (observe + build)", saved[3])
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
+            st.controller.decide = timed("controller decide", st.controller.decide)
+            st.controller.observe = timed("ALP learning (controller.observe)",
+                                          st.controller.observe)
+            st.controller.predictor.predict = timed("ALP predict", st.controller.predictor.predict)
+            st.trimmer.select = timed("DS select", st.trimmer.select)
+            st.log.count = timed("counters", st.log.count)
+            st.log.write = timed("JSONL buffer", st.log.write)
+            for i in range(50 + turns):
+                if i == 50:
+                    spent.clear()
+                for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:
+                    r.output_ids.append(7)
+                t = time.perf_counter()
+                turn(st, sched, decide_mod.decide, pp)
+                spent.setdefault("WHOLE TURN", []).append(1e6 * (time.perf_counter() - t))
+    finally:
+        (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
+         translate.decode_snapshot_and_rids) = saved
+    return {name: statistics.median(v) * len(v) / turns for name, v in spent.items()}
 
 
 def main() -> None:
@@ -160,6 +213,8 @@ def main() -> None:
     p.add_argument("--running", type=int, default=None)
     p.add_argument("--pp", type=int, default=4)
     p.add_argument("--turns", type=int, default=2000)
+    p.add_argument("--components", action="store_true",
+                   help="also print each part's cost per turn (median call x calls per turn)")
     a = p.parse_args()
     prom_dir = tempfile.mkdtemp(prefix="ppsched-prom-")
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", prom_dir)
@@ -177,6 +232,9 @@ def main() -> None:
         r = measure(waiting, running or 1, a.pp, a.turns)
         print(f"waiting {waiting:5d}  running {running:5d}:  mean {r['mean']:7.1f} us  "
               f"p50 {r['p50']:7.1f} us  p99 {r['p99']:7.1f} us")
+        if a.components:
+            for name, us in components(waiting, running or 1, a.pp, a.turns).items():
+                print(f"    {name:40s} {us:7.1f} us/turn")
 
 
 if __name__ == "__main__":

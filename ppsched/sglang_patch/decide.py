@@ -6,7 +6,7 @@ to every rank with that turn's requests.
 
 from __future__ import annotations
 
-from ppsched.sglang_patch import translate
+from ppsched.sglang_patch import fast_scan, translate
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
 
 
@@ -39,20 +39,23 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
     slot_reqs = []
     for i, batch in enumerate(mbs):
         held = st.held.get(i)
-        slot_reqs.append(list(batch.reqs) + (list(held.reqs) if held is not None else []))
+        slot_reqs.append(batch.reqs + held.reqs if held is not None else batch.reqs)
     kv_free = _kv_free_tokens(sched)
     kv_total = int(sched.max_total_num_tokens)
 
     chunk = predicted = None
     queued_tokens = None  # the waiting queue's remaining prompt tokens, summed once per turn
+    slot_sizes = None  # live requests per slot (running + held), counted once per turn
     reason = []
     if st.controller is not None and (waiting or chunked is not None):
+        loads = translate.slot_loads(slot_reqs)
+        slot_sizes = [load.decode_reqs for load in loads]
         snap = translate.chunk_snapshot(
             now_s=now, iteration=st.iteration, slot=st.slot, pp_size=st.slots,
             waiting=waiting, chunked=chunked, slot_reqs=slot_reqs, kv_free=kv_free,
             kv_total=kv_total, clock=st.clock, recent_stage_ms=st.recent_stage_ms,
             max_chunk=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))),
-            queue_view=st.cfg.queue_view)
+            queue_view=st.cfg.queue_view, slots=loads)
         queued_tokens = snap.queued_prompt_tokens - (
             snap.chunked.remaining_prompt_tokens if snap.chunked is not None else 0)
         decision = st.controller.decide(snap)
@@ -68,9 +71,11 @@ def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
     hold_rids: tuple[str, ...] = ()
     if st.trimmer is not None:
         if queued_tokens is None:
-            queued_tokens = sum(translate.remaining_prompt(r) for r in waiting)
+            queued_tokens = fast_scan.remaining_prompt_sum(waiting)
+        if slot_sizes is None:
+            slot_sizes = [fast_scan.live_count(reqs) for reqs in slot_reqs]
         hold_rids = _decide_holds(st, sched, mbs, now, kv_free, kv_total, len(waiting),
-                                  queued_tokens)
+                                  queued_tokens, slot_sizes)
         if hold_rids:
             st.log.count("hold_decisions")  # each is applied or logged as hold_dropped
             reason.append(f"hold {len(hold_rids)}")
@@ -95,34 +100,28 @@ def _slot_decode_set(sched, mbs, slot: int) -> list:
     last = last_mbs[slot] if last_mbs else sched.last_batch
     if last is not None and last.forward_mode is not None and last.forward_mode.is_extend():
         batches.append(last)
+    chunked = sched.chunked_req
     for batch in batches:
+        own_chunked = getattr(batch, "chunked_req", None)
         for r in batch.reqs:
-            if id(r) in seen or r.finished() or r is sched.chunked_req \
-                    or r is getattr(batch, "chunked_req", None):
+            if id(r) in seen or r.finished() or r is chunked or r is own_chunked:
                 continue
             seen.add(id(r))
             reqs.append(r)
     return reqs
 
 
-def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens):
+def _decide_holds(st, sched, mbs, now, kv_free, kv_total, queued, queued_tokens, sizes):
     running = _slot_decode_set(sched, mbs, st.slot)
     held_batch = st.held.get(st.slot)
     held = [r for r in held_batch.reqs if not r.finished()] if held_batch is not None else []
     if len(running) + len(held) < 2:
         return ()
-    sizes = []
-    for i, batch in enumerate(mbs):
-        hb = st.held.get(i)
-        sizes.append(sum(not r.finished() for r in batch.reqs)
-                     + (sum(not r.finished() for r in hb.reqs) if hb is not None else 0))
-    snap = translate.decode_snapshot(
+    snap, by_id = translate.decode_snapshot_and_rids(
         now_s=now, slot=st.slot, pp_size=st.slots, running=running, held=held,
         slot_sizes=sizes, kv_free=kv_free, kv_total=kv_total, queued_requests=queued,
         queued_prompt_tokens=queued_tokens, clock=st.clock)
     decision = st.trimmer.select(snap)
-    by_id = {st.clock.get(r.rid).req_id: r.rid for r in running + held
-             if st.clock.get(r.rid) is not None}
     hold = tuple(sorted(by_id[i] for i in decision.hold_ids if i in by_id))
     st.log.write("ds_decision", iteration=st.iteration, slot=st.slot, reason=decision.reason,
                  decode_set=len(running) + len(held), hold=list(hold))

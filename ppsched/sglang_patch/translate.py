@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import (
@@ -20,9 +21,13 @@ from ppsched.core.snapshots import (
     QueuedRequest,
     SlotLoad,
 )
+from ppsched.sglang_patch import fast_scan
+from ppsched.sglang_patch.fast_scan import remaining_prompt
 
 MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
+_BY_ARRIVAL = attrgetter("arrival_s", "req_id")
+_RID = attrgetter("rid")
 
 
 @dataclass(slots=True)
@@ -33,6 +38,7 @@ class _Times:
     first_token_s: float = float("nan")
     last_token_s: float = float("nan")
     held_streak: int = 0
+    queued: QueuedRequest | None = None  # its last queue entry, reused while unchanged
 
 
 class RequestClock:
@@ -45,6 +51,8 @@ class RequestClock:
         self.recent_tpot_ms: deque[float] = deque(maxlen=RECENT)
         self.arrived_requests = 0
         self.arrived_prompt_tokens = 0
+        self._head: tuple | None = None  # head_view's last (rids, times, prompts, remaining)
+        self._head_view: list[QueuedRequest] = []
 
     def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
         t = self._times.get(rid)
@@ -60,8 +68,11 @@ class RequestClock:
 
     def observe(self, req, now_s: float) -> _Times:
         """Update a request's token times from its output count; record TTFT/TPOT samples."""
-        t = self.arrive(req.rid, len(req.origin_input_ids), now_s)
-        n = len(req.output_ids)
+        return self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
+
+    def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
+        """``observe`` with the request's prompt and output lengths already read."""
+        t = self._times.get(req.rid) or self.arrive(req.rid, prompt, now_s)
         if n > t.n_out:
             if t.n_out == 0:
                 t.first_token_s = now_s
@@ -75,6 +86,31 @@ class RequestClock:
             self._times.pop(req.rid, None)
         return t
 
+    def queued(self, rid: str, prompt: int, remaining: int, now_s: float) -> QueuedRequest:
+        """The request's queue entry (arriving it if new). Built again only when its counts
+        change: the same value as a fresh one, without a frozen-dataclass build per turn."""
+        t = self._times.get(rid) or self.arrive(rid, prompt, now_s)
+        q = t.queued
+        if q is None or q.remaining_prompt_tokens != remaining or q.prompt_tokens != prompt:
+            q = t.queued = QueuedRequest(t.req_id, t.arrival_s, prompt, remaining)
+        return q
+
+    def head_view(self, head: Sequence, prompts: list[int], remaining: list[int], now_s: float
+                  ) -> list[QueuedRequest]:
+        """The queue entries of ``head`` (arriving new ones) in arrival order. When the same
+        tracked requests show the same counts as last turn (compared in C, no call per
+        request), that turn's sorted entries: the same values, without rebuilding them."""
+        rids = list(map(_RID, head))
+        if self._head is not None and self._head == (
+                rids, list(map(self._times.get, rids)), prompts, remaining):
+            return list(self._head_view)
+        view = [self.queued(rid, n, rem, now_s)
+                for rid, n, rem in zip(rids, prompts, remaining, strict=True)]
+        view.sort(key=_BY_ARRIVAL)
+        self._head = (rids, list(map(self._times.get, rids)), prompts, remaining)
+        self._head_view = view
+        return list(view)
+
     def get(self, rid: str) -> _Times | None:
         return self._times.get(rid)
 
@@ -82,24 +118,14 @@ class RequestClock:
         return len(self._times)
 
 
-def remaining_prompt(req) -> int:
-    """Prompt tokens not yet prefilled (a chunked request has prefilled up to extend_end)."""
-    done = max(int(getattr(req, "prefix_len", 0) or 0), int(getattr(req, "extend_end", 0) or 0))
-    return max(len(req.origin_input_ids) - done, 0)
-
-
 def queued_view(waiting: Sequence, chunked, clock: RequestClock, now_s: float, limit: int
                 ) -> tuple[tuple[QueuedRequest, ...], int, int, QueuedRequest | None]:
     """(FCFS view of at most ``limit``, exact count, exact remaining tokens, the chunked one)."""
-    def as_queued(req) -> QueuedRequest:
-        t = clock.arrive(req.rid, len(req.origin_input_ids), now_s)
-        return QueuedRequest(t.req_id, t.arrival_s, len(req.origin_input_ids),
-                             remaining_prompt(req))
-
-    chunked_q = as_queued(chunked) if chunked is not None else None
-    view = [as_queued(r) for r in waiting[:limit]]
-    view.sort(key=lambda q: (q.arrival_s, q.req_id))
-    tokens = sum(map(remaining_prompt, waiting))
+    chunked_q = clock.queued(chunked.rid, len(chunked.origin_input_ids),
+                             remaining_prompt(chunked), now_s) if chunked is not None else None
+    lens, remaining = fast_scan.prompts_and_remaining(waiting)
+    view = clock.head_view(waiting[:limit], lens[:limit], remaining[:limit], now_s)
+    tokens = sum(remaining)
     count = len(waiting)
     if chunked_q is not None:
         tokens += chunked_q.remaining_prompt_tokens
@@ -112,24 +138,23 @@ def context_len(req) -> int:
     return len(req.origin_input_ids) + len(req.output_ids)
 
 
-def slot_loads(slot_reqs: Sequence[Iterable]) -> tuple[SlotLoad, ...]:
+def slot_loads(slot_reqs: Sequence[Sequence]) -> tuple[SlotLoad, ...]:
     """Decode load per slot from its running + held requests (finished ones excluded)."""
-    loads = []
-    for slot, reqs in enumerate(slot_reqs):
-        live = [r for r in reqs if not r.finished()]
-        loads.append(SlotLoad(slot, len(live), sum(context_len(r) for r in live)))
-    return tuple(loads)
+    return tuple(SlotLoad(slot, *fast_scan.live_load(reqs)) for slot, reqs in enumerate(slot_reqs))
 
 
 def chunk_snapshot(*, now_s: float, iteration: int, slot: int, pp_size: int, waiting: Sequence,
-                   chunked, slot_reqs: Sequence[Iterable], kv_free: int, kv_total: int,
+                   chunked, slot_reqs: Sequence[Sequence], kv_free: int, kv_total: int,
                    clock: RequestClock, recent_stage_ms: Iterable[float], max_chunk: int,
-                   queue_view: int) -> ChunkSnapshot:
+                   queue_view: int, slots: tuple[SlotLoad, ...] | None = None
+                   ) -> ChunkSnapshot:
+    """``slots``: ``slot_loads(slot_reqs)`` when the caller already has it."""
     queue, count, tokens, chunked_q = queued_view(waiting, chunked, clock, now_s, queue_view)
     return ChunkSnapshot(
         now_s=now_s, iteration=iteration, slot=slot, pp_size=pp_size, queue=queue,
         queued_requests=count, queued_prompt_tokens=tokens, chunked=chunked_q,
-        slots=slot_loads(slot_reqs), kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
+        slots=slots if slots is not None else slot_loads(slot_reqs),
+        kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
         recent_ttft_ms=tuple(clock.recent_ttft_ms), recent_tpot_ms=tuple(clock.recent_tpot_ms),
         recent_stage_ms=tuple(recent_stage_ms),
         arrived_requests_total=clock.arrived_requests,
@@ -145,20 +170,74 @@ def decoding_request(req, clock: RequestClock, now_s: float) -> DecodingRequest:
                            last_token_s=last, held_streak=t.held_streak)
 
 
+def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
+                      ) -> tuple[list[DecodingRequest], list[tuple[str, _Times]]]:
+    """``[decoding_request(r) for r in reqs]`` ordered by arrival, and each request's
+    (rid, times) in ``reqs`` order."""
+    out, rids = [], []
+    lens = zip(reqs, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
+    for req, prompt, n in lens:
+        t = clock.observe_counts(req, prompt, n, now_s)
+        rids.append((req.rid, t))
+        first, last = (t.first_token_s, t.last_token_s) if t.n_out else (now_s, now_s)
+        out.append(_decoding(t.req_id, t.arrival_s, prompt + n, n, first, last, t.held_streak))
+    out.sort(key=_BY_ARRIVAL)
+    return out, rids
+
+
+_new = object.__new__
+_DECODING_FIELDS = ("req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s",
+                    "last_token_s", "held_streak")
+if tuple(f.name for f in fields(DecodingRequest)) != _DECODING_FIELDS \
+        or hasattr(DecodingRequest, "__post_init__"):  # _decoding would silently diverge
+    raise ImportError("ppsched.core.snapshots.DecodingRequest changed: update "
+                      "sglang_patch.translate._decoding to build it")
+_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in _DECODING_FIELDS)
+
+
+def _decoding(req_id, arrival_s, context, generated, first, last, streak) -> DecodingRequest:
+    """``DecodingRequest(...)`` in half the time: the frozen dataclass's ``__init__`` pays an
+    ``object.__setattr__`` lookup per field; the slot descriptors set the same fields directly.
+    Built once per decoding request per turn, so this is the decode snapshot's main cost."""
+    d = _new(DecodingRequest)
+    s_id, s_arr, s_ctx, s_gen, s_first, s_last, s_streak = _SET
+    s_id(d, req_id)
+    s_arr(d, arrival_s)
+    s_ctx(d, context)
+    s_gen(d, generated)
+    s_first(d, first)
+    s_last(d, last)
+    s_streak(d, streak)
+    return d
+
+
 def decode_snapshot(*, now_s: float, slot: int, pp_size: int, running: Sequence, held: Sequence,
                     slot_sizes: Sequence[int], kv_free: int, kv_total: int, queued_requests: int,
                     queued_prompt_tokens: int, clock: RequestClock) -> DecodeSnapshot:
     """Finished requests must already be filtered out of ``running`` and ``held``."""
-    run = sorted((decoding_request(r, clock, now_s) for r in running),
-                 key=lambda d: (d.arrival_s, d.req_id))
-    hold = sorted((decoding_request(r, clock, now_s) for r in held),
-                  key=lambda d: (d.arrival_s, d.req_id))
+    return decode_snapshot_and_rids(
+        now_s=now_s, slot=slot, pp_size=pp_size, running=running, held=held,
+        slot_sizes=slot_sizes, kv_free=kv_free, kv_total=kv_total,
+        queued_requests=queued_requests, queued_prompt_tokens=queued_prompt_tokens,
+        clock=clock)[0]
+
+
+def decode_snapshot_and_rids(*, now_s: float, slot: int, pp_size: int, running: Sequence,
+                             held: Sequence, slot_sizes: Sequence[int], kv_free: int,
+                             kv_total: int, queued_requests: int, queued_prompt_tokens: int,
+                             clock: RequestClock) -> tuple[DecodeSnapshot, dict[int, str]]:
+    """``decode_snapshot`` and req_id -> rid of its requests the clock still tracks (as
+    ``clock.get`` finds them afterwards), to name the trimmer's holds."""
+    run, run_rids = decoding_requests(running, clock, now_s)
+    hold, held_rids = decoding_requests(held, clock, now_s)
+    get = clock.get
+    rids = {t.req_id: rid for rid, t in run_rids + held_rids if get(rid) is t}
     return DecodeSnapshot(now_s=now_s, slot=slot, pp_size=pp_size, running=tuple(run),
                           held=tuple(hold), slot_sizes=tuple(int(s) for s in slot_sizes),
                           kv_free_tokens=int(kv_free), kv_total_tokens=int(kv_total),
                           queued_requests=queued_requests,
                           queued_prompt_tokens=queued_prompt_tokens,
-                          recent_tpot_ms=tuple(clock.recent_tpot_ms))
+                          recent_tpot_ms=tuple(clock.recent_tpot_ms)), rids
 
 
 def batch_shape(is_decode: bool, prefix_lens: Sequence[int] | None,
