@@ -1,7 +1,10 @@
+import shutil
+
 import pandas as pd
 import pytest
 import test_experiments_fakes as fakes
 
+from ppsched.core.paths import data_dir
 from ppsched.core.requests import RequestRecord
 from ppsched.experiments.cache import RunCache, records_from_frame, records_to_frame, run_key
 from ppsched.experiments.run_config import RunConfig
@@ -82,3 +85,33 @@ def test_workload_spec_rejects_bad_rate(bad):
 
     with pytest.raises(UserError, match="rate"):
         WorkloadSpec("azure-conv", rate=bad)
+
+
+def test_key_misses_when_the_trace_file_changes(tmp_path):
+    trace = tmp_path / "mine.csv"
+    trace.write_text("num_prefill_tokens,num_decode_tokens\n100,10\n200,20\n")
+    spec = WorkloadSpec("mine", rate=1.0, num_requests=5, trace_file=str(trace),
+                        trace_format="lengths")
+    config = RunConfig()
+    before = RunTask(config, spec).key
+    assert RunTask(config, spec).key == before  # same bytes: same key
+    trace.write_text("num_prefill_tokens,num_decode_tokens\n100,10\n200,21\n")  # same size
+    assert RunTask(config, spec).key != before
+
+
+def test_key_misses_when_the_data_dir_changes(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    shutil.copytree(data_dir() / "traces", data / "traces")
+    shutil.copytree(data_dir() / "profiles", data / "profiles")
+    spec = WorkloadSpec("azure-conv", rate=1.0, num_requests=5)
+    monkeypatch.setenv("PPSCHED_DATA_DIR", str(data))
+    before = RunTask(RunConfig(), spec).key
+    profile = data / "profiles" / "a100" / "cpu_overheads_codellama34b_tp2.csv"
+    profile.write_text(profile.read_text() + "\n")
+    after_profile = RunTask(RunConfig(), spec).key
+    assert after_profile != before  # an edited cost-model profile misses
+    trace = data / "traces" / "AzureLLMInferenceTrace_conv.csv"
+    trace.write_text(trace.read_text().replace(",374,44\n", ",375,44\n", 1))
+    assert RunTask(RunConfig(), spec).key != after_profile  # an edited catalog trace misses
+    monkeypatch.delenv("PPSCHED_DATA_DIR")
+    assert RunTask(RunConfig(), spec).key != after_profile  # another data dir misses

@@ -9,10 +9,14 @@ from ppsched.experiments.paper import PaperPlan, figures_step, goodput_step
 from ppsched.experiments.plan import Setup
 from ppsched.experiments.report import write_report
 from ppsched.experiments.runner import Runner
+from ppsched.metrics.steady import Window
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-PLAN = PaperPlan(goodput_requests=40, figure_requests=40, replay_window_min=1.0,
-                 settings=SearchSettings(lo=0.25, hi=2.0, rel_tol=0.1, max_steps=8))
+PLAN = PaperPlan(replay_window_min=1.0,
+                 settings=SearchSettings(start=2.0, floor=0.25, rel_tol=0.02, max_steps=8,
+                                         verify=True, window=Window(warmup_s=10.0,
+                                                                    measure_s=120.0,
+                                                                    cooldown_s=5.0)))
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +37,8 @@ def test_goodput_csv_and_plot(results):
     csv = pd.read_csv(folder / "goodput.csv")
     for col in ("model", "workload", "policy", "slo_scale", "goodput_rps", "ratio_vs_2048"):
         assert col in csv.columns
-    assert len(csv) == 7 * 5
+    assert len(csv) == 8 * 5  # every policy of "all" and predictive-paper, five scales
+    assert set(csv["verify"]) <= {"pass", "FAIL", "n/a"}
     text = format_table(table)
     assert "predictive-ds" in text and "SLO 0.2" in text
 
@@ -74,8 +79,12 @@ def test_report_without_csvs_is_just_the_commands(tmp_path):
     (["sweep", "--rates", "1", "--jobs", "0", "--out", "o"], "--jobs 0"),
     (["goodput", "--slo-scales", "1,-0.4", "--out", "o"], "SLO scale '-0.4'"),
     (["goodput", "--model", "nope", "--out", "o"], "unknown model 'nope'"),
-    (["goodput", "--lo", "3", "--hi", "2", "--out", "o"], "lo=3.0, hi=2.0"),
-    (["demo", "--num-requests", "0"], "--num-requests 0"),
+    (["goodput", "--floor", "3", "--start", "2", "--out", "o"], "start=2.0, floor=3.0"),
+    (["goodput", "--rel-tol", "0.05", "--out", "o"], "rel_tol=0.05"),
+    (["goodput", "--trace-file", "missing.jsonl", "--format", "mooncake", "--out", "o"],
+     "does not exist"),
+    (["goodput", "--workload", "nope", "--out", "o"], "unknown workload 'nope'"),
+    (["paper", "--measure-s", "60"], "--measure-s"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -101,7 +110,7 @@ def test_paper_and_figures_parse_their_defaults():
 
     for cmd in ("paper", "figures"):
         args = build_parser().parse_args([cmd])
-        assert args.num_requests == 600 and args.figure_requests == 600 and args.rel_tol == 0.05
+        assert args.seeds == 3 and not args.no_verify and args.rel_tol == 0.02
 
 
 def test_alp_online_replay_predicts_before_it_learns(monkeypatch):

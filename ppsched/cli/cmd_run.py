@@ -90,7 +90,7 @@ def run_command(args: argparse.Namespace) -> int:
     result = simulate(config, workload)
     summary = dict(result.summary)
     summary.pop("config", None)
-    summary["workload"] = workload.describe()
+    summary["workload"] = workload.describe(context_limit=config.model_config().max_context)
     written = write_run_outputs(args.out, result.records, summary, config.to_dict(),
                                 iterations=result.iterations, decisions=result.decisions)
     print_summary(summary, config, str(written["summary"].parent))

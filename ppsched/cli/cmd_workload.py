@@ -19,6 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "arrival options as `run` (replay of the trace's timestamps by default for "
                     "timestamped traces; --rate for Poisson arrivals).")
     add_workload_args(stats, positional=True)
+    stats.add_argument("--model", default="qwen2.5-32b",
+                       help="count requests over this model's context length (built-in name or "
+                            "HF config.json); the simulator rejects them")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(handler=stats_command)
 
@@ -28,14 +31,19 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def stats_command(args: argparse.Namespace) -> int:
+    from ppsched.core.models import load_model_config
+
+    context = load_model_config(args.model).max_context
     workload = workload_from_args(args)
-    info = workload.describe()
+    info = workload.describe(context_limit=context)
     if args.json:
         print(json.dumps(jsonable(info), allow_nan=False))
         return 0
     print(f"workload   {info['name']}  ({info['source']})")
     print(f"arrivals   {info['arrival']}")
-    print(f"requests   {info['requests']}  (capped at max context: {info['truncated']})")
+    print(f"requests   {info['requests']}  (capped by --max-context: {info['truncated']}; "
+          f"over {args.model}'s context of {context} tokens, rejected by a run: "
+          f"{info['over_context']})")
     print(f"span       {_fmt(info['span_s'])} s   rate {_fmt(info['rate_rps'], 3)} req/s")
     print(f"{'tokens':<10} {'mean':>9} {'p50':>9} {'p90':>9} {'p99':>9}")
     for key, label in (("prompt_tokens", "prompt"), ("output_tokens", "output")):

@@ -1,4 +1,6 @@
-"""On-disk cache of simulator runs keyed by (run config, workload spec, code fingerprint).
+"""On-disk cache of simulator runs keyed by what decides a run's result: the run config, the
+workload spec, the bytes of the files the run reads (trace file, data directory profiles, a model
+config.json given by path) and the code.
 
 Each entry is a folder ``<root>/<key>/`` with ``requests.csv.gz`` (per-request records),
 ``summary.json``, ``meta.json`` (what the key was made of) and, when asked for,
@@ -23,9 +25,11 @@ import pandas as pd
 
 from ppsched.core.requests import RequestRecord
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 # Source folders whose code decides a run's result: editing any file there invalidates entries.
-_FINGERPRINT_PACKAGES = ("sim", "dcp", "predictor", "delay_sched", "traces", "metrics", "core")
+_FINGERPRINT_PACKAGES = ("sim", "dcp", "predictor", "delay_sched", "traces", "metrics", "core",
+                         "admission")
+_FINGERPRINT_FILES = ("experiments/run_config.py", "experiments/workload_spec.py")
 _RECORD_FIELDS = ("req_id", "arrival_s", "prompt_tokens", "output_tokens", "first_token_s",
                   "finish_s", "rejected", "reject_reason", "slot", "retractions")
 
@@ -35,16 +39,62 @@ def code_fingerprint() -> str:
     """Hash of the simulator/policy/trace sources, so results from older code are not reused."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for package in _FINGERPRINT_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    paths = [p for package in _FINGERPRINT_PACKAGES for p in sorted((root / package).rglob("*.py"))]
+    for path in paths + [root / f for f in _FINGERPRINT_FILES]:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=256)
+def _file_hash(path: str, mtime_ns: int, size: int) -> str:
+    del mtime_ns, size  # key only: an edited file is hashed again
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def file_hash(path: str | os.PathLike[str]) -> str:
+    """Hash of a file's bytes (memoised per path, mtime and size)."""
+    stat = Path(path).stat()
+    return _file_hash(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+def tree_hash(root: Path) -> str:
+    """Hash of every file's relative path and bytes under root (missing root: 'absent')."""
+    if not root.is_dir():
+        return "absent"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(file_hash(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dict[str, str]:
+    """Hashes of the files a run reads: the trace (catalog entry or --trace-file), the data
+    directory's profiles/ (the cost model's input; resolved like the run resolves it, so
+    $PPSCHED_DATA_DIR counts) and a model config.json given by path."""
+    from ppsched.core.paths import data_dir as resolve_data_dir
+    from ppsched.traces.catalog import CATALOG
+
+    out: dict[str, str] = {}
+    wl_dir = resolve_data_dir(workload.get("data_dir"))
+    if workload.get("trace_file"):
+        out["trace"] = file_hash(workload["trace_file"])
+    else:
+        entry = CATALOG.get(str(workload.get("name")))
+        if entry is not None and entry.file is not None:
+            out["trace"] = file_hash(wl_dir / entry.file)
+    out["profiles"] = tree_hash(Path(resolve_data_dir(config.get("data_dir"))) / "profiles")
+    model = str(config.get("model", ""))
+    if model and Path(model).is_file():
+        out["model_file"] = file_hash(model)
+    return out
 
 
 def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None
             ) -> str:
     payload = {"format": CACHE_FORMAT, "config": config, "workload": workload,
+               "files": content_fingerprint(config, workload),
                "code": code_fingerprint() if fingerprint is None else fingerprint}
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -1,69 +1,135 @@
-"""Goodput (highest Poisson rate meeting the paper's P90 criterion) per policy and SLO scale.
+"""Sustained goodput per policy and SLO scale (docs/GOODPUT.md), over seeds, optionally verified.
 
-A policy that does not read the SLO runs once per rate and serves every scale (one joint search
-over all scales, see ``joint_search``); a policy that reads it runs its own search per scale.
-Searches run in threads that share one Runner (runs go to worker processes, each computed once
-and cached). ``oracle-static`` is the best static candidate at each scale and names the winner.
+Each evaluated rate is one run of warm-up + measurement window + cool-down Poisson arrivals,
+scored by ``ppsched.metrics.steady.verdict`` (P90 criterion AND stability). A policy that does not
+read the SLO runs once per rate and serves every scale (``joint_search`` over all scales); a
+policy that reads it runs its own search per scale. Seed 0 searches from ``start``; later seeds
+start at seed 0's goodput with a finer step. The reported goodput is the lowest over seeds (the
+rate every seed sustains); median and max show the spread. ``verify`` re-runs each reported point
+at 4x the measurement window with a seed no search used. ``oracle-static`` is the static
+candidate with the highest reported goodput at each scale, or none when every candidate scores 0.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from ppsched.core.errors import UserError
-from ppsched.experiments.joint_search import joint_search
+from ppsched.core.slo import Slo
+from ppsched.experiments.joint_search import SearchResult, joint_search
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
-from ppsched.experiments.workload_spec import WorkloadSpec
+from ppsched.experiments.workload_spec import WorkloadSpec, load
+from ppsched.metrics.steady import Verdict, Window, verdict, window_for
 
-GOODPUT_COLUMNS = ("model", "workload", "policy", "slo_scale", "goodput_rps", "ratio_vs_2048",
-                   "chosen", "runs", "bracket_lo", "bracket_hi", "tried")
+GOODPUT_COLUMNS = (
+    "model", "workload", "policy", "controller", "slo_scale", "goodput_rps", "goodput_median",
+    "goodput_max", "seeds", "per_seed", "ratio_vs_2048", "chosen", "runs", "bracket_lo",
+    "bracket_hi", "tried", "warmup_s", "measure_s", "cooldown_s", "over_context",
+    "over_context_share", "verify", "verify_seed", "verify_measure_s", "verify_p90_ttft_ms",
+    "verify_p90_tpot_ms", "verify_reason")
+VERIFY_SEED_OFFSET = 1000  # verification seeds: setup.seed + 1000 (no search uses them)
+VERIFY_FACTOR = 4.0
 
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    lo: float = 0.25
-    hi: float = 4.0
-    rel_tol: float = 0.05
-    max_steps: int = 10
+    start: float = 2.0  # first rate tried (req/s)
+    growth: float = 2.0  # step up while passing / down while failing, seed 0
+    floor: float = 0.1  # below this rate the goodput is reported as 0
+    rel_tol: float = 0.02  # stop when (fail - pass) <= rel_tol * fail
+    max_steps: int = 16
+    seeds: int = 1
+    reseed_growth: float = 1.08  # later seeds: step around seed 0's goodput
+    window: Window | None = None  # None: sized from the workload (metrics.steady.window_for)
+    verify: bool = False
 
     def __post_init__(self) -> None:
-        if not (0 < self.lo < self.hi):
-            raise UserError(f"goodput search bracket lo={self.lo}, hi={self.hi}: expected "
-                            "0 < lo < hi")
-        if not (0 < self.rel_tol < 1) or self.max_steps < 1:
-            raise UserError(f"goodput search rel_tol={self.rel_tol}, max_steps="
-                            f"{self.max_steps}: expected 0 < rel_tol < 1 and max_steps >= 1")
+        if not (0 < self.floor <= self.start) or not math.isfinite(self.start):
+            raise UserError(f"goodput search start={self.start}, floor={self.floor}: expected "
+                            "0 < floor <= start")
+        if not (0 < self.rel_tol <= 0.02):
+            raise UserError(f"goodput search rel_tol={self.rel_tol}: expected a resolution in "
+                            "(0, 0.02] (2% of the rate at most)")
+        if self.max_steps < 2 or self.seeds < 1:
+            raise UserError(f"goodput search max_steps={self.max_steps}, seeds={self.seeds}: "
+                            "expected max_steps >= 2 and seeds >= 1")
+        if not (self.growth > 1 and self.reseed_growth > 1):
+            raise UserError(f"goodput search growth={self.growth}, reseed_growth="
+                            f"{self.reseed_growth}: expected factors > 1")
 
 
-def meets_criterion(records, setup: Setup, scale: float) -> bool:
-    from ppsched.metrics import summarize
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One policy's searches at one scale: one SearchResult per seed."""
 
-    return bool(summarize(records, setup.base_slo, slo_scale=scale)["goodput_ok"])
+    per_seed: tuple[SearchResult, ...]
+
+    @property
+    def goodputs(self) -> tuple[float, ...]:
+        return tuple(r.goodput_rps for r in self.per_seed)
+
+    @property
+    def goodput(self) -> float:
+        return min(self.goodputs)  # the rate every seed sustains
+
+    @property
+    def runs(self) -> int:
+        return sum(len(r.tried) for r in self.per_seed)
 
 
-def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, policy_key: str,
-            scales: Sequence[float], settings: SearchSettings):
+def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
+    """The window sized from the workload's median output length at the base SLO."""
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    _, _, output = full.arrays()
+    return window_for(float(pd.Series(output).median()), slo)
+
+
+def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> WorkloadSpec:
+    return replace(workload.at_rate(rate), seed=seed, num_requests=None,
+                   duration_s=window.arrivals_s)
+
+
+def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
+            policy_key: str, scales: Sequence[float], settings: SearchSettings
+            ) -> dict[float, Measured]:
     policy = get_policy(policy_key)
-    # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
-    config = make_config(policy, setup, setup.base_slo.scaled(scales[0]))
+    per_scale: dict[float, list[SearchResult]] = {s: [] for s in scales}
+    for i in range(settings.seeds):
+        seed = setup.seed + i
+        # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
+        config = make_config(policy, replace(setup, seed=seed),
+                             setup.base_slo.scaled(scales[0]))
 
-    def evaluate(rates: Sequence[float]) -> list[dict[float, bool]]:
-        futures = [runner.submit(RunTask(config, workload.at_rate(r))) for r in rates]
-        return [{s: meets_criterion(f.result().records, setup, s) for s in scales}
-                for f in futures]
+        def evaluate(rates: Sequence[float], config=config, seed=seed
+                     ) -> list[dict[float, bool]]:
+            futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window)))
+                       for r in rates]
+            return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
+                     for s in scales} for f in futures]
 
-    return joint_search(evaluate, scales, lo=settings.lo, hi=settings.hi,
-                        rel_tol=settings.rel_tol, max_steps=settings.max_steps)
+        first = {s: per_scale[s][0].goodput_rps for s in scales} if i else None
+        if first is None or not all(v > 0 for v in first.values()):
+            start: float | dict[float, float] = settings.start
+            growth = settings.growth
+        else:
+            start, growth = first, settings.reseed_growth
+        found = joint_search(evaluate, scales, start=start, growth=growth,
+                             floor=settings.floor, rel_tol=settings.rel_tol,
+                             max_steps=settings.max_steps)
+        for scale, result in found.items():
+            per_scale[scale].append(result)
+    return {s: Measured(tuple(v)) for s, v in per_scale.items()}
 
 
-def _run_keys(policies: Sequence[str]) -> list[str]:
+def _policy_keys(policies: Sequence[str]) -> list[str]:
     keys: list[str] = []
     for key in list(policies) + [BASELINE_KEY]:
         expanded = [f"static-{c}" for c in ORACLE_CANDIDATES] if key == "oracle-static" else [key]
@@ -71,47 +137,137 @@ def _run_keys(policies: Sequence[str]) -> list[str]:
     return keys
 
 
+def _tried(measured: Measured) -> str:
+    return " | ".join(f"seed{i}: " + ";".join(f"{r:.4g}:{int(ok)}" for r, ok in res.tried)
+                      for i, res in enumerate(measured.per_seed))
+
+
+def _oracle(results: dict[tuple[str, float], Measured], scale: float
+            ) -> tuple[Measured, str, str]:
+    """Best static candidate at a scale: highest reported goodput (then median); none if all 0."""
+    ranked = max(ORACLE_CANDIDATES, key=lambda c: (results[(f"static-{c}", scale)].goodput,
+                                                   statistics.median(results[(f"static-{c}",
+                                                                              scale)].goodputs)))
+    best = results[(f"static-{ranked}", scale)]
+    if best.goodput == 0 and max(max(results[(f"static-{c}", scale)].goodputs)
+                                 for c in ORACLE_CANDIDATES) == 0:
+        return best, "none", "none"
+    return best, f"static:{ranked}", f"static-{ranked}"
+
+
 def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                   policies: Sequence[str], scales: Sequence[float],
                   settings: SearchSettings = SearchSettings()) -> pd.DataFrame:
     """One row per (policy, scale); ``ratio_vs_2048`` against static-2048 at the same scale."""
+    window = settings.window or measurement_window(workload, setup.base_slo)
     groups: list[tuple[str, tuple[float, ...]]] = []
-    for key in _run_keys(policies):
+    for key in _policy_keys(policies):
         if get_policy(key).reads_slo:
             groups += [(key, (s,)) for s in scales]
         else:
             groups.append((key, tuple(scales)))
     with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
-        futures = [(key, pool.submit(_search, runner, setup, workload, key, group, settings))
+        futures = [pool.submit(_search, runner, setup, workload, window, key, group, settings)
                    for key, group in groups]
-        results = {}
-        for key, future in futures:
-            for scale, result in future.result().items():
-                results[(key, scale)] = result
+        results: dict[tuple[str, float], Measured] = {}
+        for (key, _), future in zip(groups, futures, strict=True):
+            for scale, measured in future.result().items():
+                results[(key, scale)] = measured
 
+    over, share = _over_context(workload, setup)
     rows = []
     for key in policies:
         for scale in scales:
             if key == "oracle-static":
-                candidates = [(results[(f"static-{c}", scale)], c) for c in ORACLE_CANDIDATES]
-                best, chunk = max(candidates, key=lambda rc: rc[0].goodput_rps)
-                chosen = f"static:{chunk}"
+                best, chosen, run_key = _oracle(results, scale)
             else:
-                best, chosen = results[(key, scale)], ""
-            base = results[(BASELINE_KEY, scale)].goodput_rps
+                best, chosen, run_key = results[(key, scale)], "", key
+            base = results[(BASELINE_KEY, scale)].goodput
             rows.append({
                 "model": setup.model, "workload": workload.name, "policy": key,
-                "slo_scale": scale, "goodput_rps": best.goodput_rps,
-                "ratio_vs_2048": best.goodput_rps / base if base > 0 else math.nan,
-                "chosen": chosen, "runs": len(best.tried), "bracket_lo": best.bracket[0],
-                "bracket_hi": best.bracket[1],
-                "tried": ";".join(f"{r:.4g}:{int(ok)}" for r, ok in best.tried)})
-    return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
+                "controller": _controller(key, chosen), "slo_scale": scale,
+                "goodput_rps": best.goodput,
+                "goodput_median": statistics.median(best.goodputs),
+                "goodput_max": max(best.goodputs), "seeds": len(best.per_seed),
+                "per_seed": ";".join(f"{g:.4g}" for g in best.goodputs),
+                "ratio_vs_2048": best.goodput / base if base > 0 else math.nan,
+                "chosen": chosen, "runs": best.runs,
+                "bracket_lo": best.per_seed[0].bracket[0],
+                "bracket_hi": best.per_seed[0].bracket[1], "tried": _tried(best),
+                "warmup_s": window.warmup_s, "measure_s": window.measure_s,
+                "cooldown_s": window.cooldown_s, "over_context": over,
+                "over_context_share": share, "run_policy": run_key})
+    table = pd.DataFrame(rows)
+    if settings.verify:
+        table = verify_table(runner, setup, workload, window, table)
+    else:
+        table["verify"] = "not run"
+    return table.reindex(columns=list(GOODPUT_COLUMNS))
+
+
+def _controller(key: str, chosen: str) -> str:
+    """Which chunk controller (and DS) a row is: 'predictive' is ours, 'predictive-paper' the
+    paper's rule; oracle-static names its winning chunk."""
+    if key == "oracle-static":
+        return chosen
+    policy = get_policy(key)
+    ds = " + DS" if policy.ds == "on" else ""
+    return f"{policy.chunk}{ds} ({policy.parallel})"
+
+
+def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:
+    """Requests of the workload's rows over the model's context (rejected by every run)."""
+    from ppsched.core.models import load_model_config
+
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    count = full.over_context(load_model_config(setup.model).max_context)
+    return count, count / len(full)
+
+
+def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
+                 table: pd.DataFrame) -> pd.DataFrame:
+    """Re-run each reported point at VERIFY_FACTOR x the measurement window with a fresh seed."""
+    longer = window.longer(VERIFY_FACTOR)
+    seed = setup.seed + VERIFY_SEED_OFFSET
+    pending: list[Future | None] = []
+    for row in table.itertuples():
+        if row.goodput_rps <= 0 or row.run_policy == "none":
+            pending.append(None)
+            continue
+        config = make_config(get_policy(row.run_policy), replace(setup, seed=seed),
+                             setup.base_slo.scaled(row.slo_scale))
+        pending.append(runner.submit(RunTask(config, run_spec(workload, row.goodput_rps, seed,
+                                                              longer))))
+    out = table.copy()
+    cols: dict[str, list] = {k: [] for k in ("verify", "verify_seed", "verify_measure_s",
+                                             "verify_p90_ttft_ms", "verify_p90_tpot_ms",
+                                             "verify_reason")}
+    for row, future in zip(table.itertuples(), pending, strict=True):
+        if future is None:
+            _append(cols, "n/a", math.nan, math.nan, None, "goodput 0: nothing to verify")
+            continue
+        result: Verdict = verdict(future.result().records, longer,
+                                  setup.base_slo.scaled(row.slo_scale))
+        _append(cols, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
+                result.reason)
+    for name, values in cols.items():
+        out[name] = values
+    return out
+
+
+def _append(cols: dict[str, list], status: str, seed: float, measure: float,
+            result: Verdict | None, reason: str) -> None:
+    cols["verify"].append(status)
+    cols["verify_seed"].append(seed)
+    cols["verify_measure_s"].append(measure)
+    cols["verify_p90_ttft_ms"].append(result.p90_ttft_ms if result else math.nan)
+    cols["verify_p90_tpot_ms"].append(result.p90_tpot_ms if result else math.nan)
+    cols["verify_reason"].append(reason)
 
 
 def pivot(table: pd.DataFrame, value: str = "goodput_rps") -> pd.DataFrame:
     """Policies as rows (input order), SLO scales as columns (descending)."""
     order = list(dict.fromkeys(table["policy"]))
     out = table.pivot_table(index="policy", columns="slo_scale", values=value, aggfunc="first",
-                              dropna=False)
+                            dropna=False)
     return out.reindex(order)[sorted(out.columns, reverse=True)]

@@ -1,35 +1,45 @@
-"""Goodput bisection for several SLO scales at once on shared runs.
+"""Monotone goodput search for several SLO scales at once on shared runs.
 
-For a policy that does not read the SLO, one run at rate r answers the criterion for every scale
-(P90 TTFT and TPOT against 2000·s and 200·s ms). Every evaluated rate therefore updates every
-scale's (pass, fail) bracket; each round proposes the next rate per unfinished scale — doubling
-until a failure is seen, then the midpoint — and evaluates the distinct proposals together (in
-parallel). With one scale this is the same search as ``ppsched.metrics.goodput_search``.
+For a policy that does not read the SLO, one run at rate r answers the criterion for every scale.
+Every evaluated rate therefore updates every scale's (pass, fail) bracket; each round proposes
+the next rate per unfinished scale and evaluates the distinct proposals together (in parallel):
+from the start rate, multiply by ``growth`` while it passes, divide while it fails (down to
+``floor``: below it the goodput is 0), then bisect until the gap is within ``rel_tol`` of the
+failing rate. Every rate tried is recorded, in order.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from ppsched.metrics import GoodputResult
-from ppsched.metrics.goodput import GROWTH
-
-# evaluate(rates) -> for each rate, {scale: criterion met}
+# evaluate(rates) -> for each rate, {scale: passes}
 BatchEvaluate = Callable[[Sequence[float]], Sequence[dict[float, bool]]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """goodput_rps: highest passing rate below the lowest failing one (0 if none passed above
+    ``floor``); tried: every (rate, passed) in order; bracket: (highest pass, lowest fail)."""
+
+    goodput_rps: float
+    tried: tuple[tuple[float, bool], ...]
+    bracket: tuple[float, float]
 
 
 def _round(rate: float) -> float:
     return float(f"{rate:.6g}")  # equal proposals from different scales become one run
 
 
-def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *, lo: float, hi: float,
-                 rel_tol: float, max_steps: int) -> dict[float, GoodputResult]:
-    """Per scale: the highest passing rate (0 if ``lo`` fails), every rate tried, the bracket.
+def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *,
+                 start: float | Mapping[float, float], growth: float, floor: float,
+                 rel_tol: float, max_steps: int) -> dict[float, SearchResult]:
+    """Per scale: the highest passing rate, every rate tried, the final bracket.
 
     Monotone criterion assumed; a pass above a known failure is ignored (conservative).
-    ``max_steps`` bounds the rounds after the first, so each scale sees at most that many
-    rates of its own choosing."""
+    ``max_steps`` bounds the rounds, so each scale sees at most that many rates of its own."""
+    starts = start if isinstance(start, Mapping) else {s: start for s in scales}
     seen: dict[float, dict[float, bool]] = {}
     order: list[float] = []
 
@@ -40,20 +50,20 @@ def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *, lo: float,
             order.append(rate)
 
     def bracket(scale: float) -> tuple[float, float]:
-        fails = [r for r in order if not seen[r][scale]]
-        fail = min(fails, default=math.inf)
+        fail = min((r for r in order if not seen[r][scale]), default=math.inf)
         passed = max((r for r in order if seen[r][scale] and r < fail), default=0.0)
         return passed, fail
 
     def proposal(scale: float) -> float | None:
         passed, fail = bracket(scale)
-        if passed == 0.0:
-            return None  # lo failed: goodput 0
         if math.isinf(fail):
-            return max(hi, passed * GROWTH) if passed < hi else passed * GROWTH
+            return passed * growth
+        if passed == 0.0:
+            lower = fail / growth
+            return lower if lower >= floor else None  # below the floor: goodput 0
         return 0.5 * (passed + fail) if fail - passed > rel_tol * fail else None
 
-    run([lo])
+    run([max(floor, starts[s]) for s in scales])
     for _ in range(max_steps - 1):
         wanted = [p for s in scales if (p := proposal(s)) is not None]
         if not wanted:
@@ -63,5 +73,5 @@ def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *, lo: float,
     for scale in scales:
         passed, fail = bracket(scale)
         tried = tuple((r, seen[r][scale]) for r in order)
-        out[scale] = GoodputResult(passed, tried, (passed, fail if passed else lo))
+        out[scale] = SearchResult(passed, tried, (passed, fail))
     return out

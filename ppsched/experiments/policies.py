@@ -8,7 +8,7 @@ from ppsched.core.errors import UserError
 
 # Chunk sizes tried offline for the oracle-static baseline (the paper's PP_static: the best fixed
 # chunk per workload, 512 or 1024 for most, 256 for CNN-Reversed on 32B).
-ORACLE_CANDIDATES: tuple[int, ...] = (256, 512, 1024, 2048)
+ORACLE_CANDIDATES: tuple[int, ...] = (128, 256, 512, 1024, 2048)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""Rates × policies × workloads on the simulator → one tidy CSV row per run."""
+"""Rates × policies × workloads on the simulator → one tidy CSV row per run.
+
+Each run covers the workload's steady-state window (warm-up + measurement + cool-down, see
+docs/GOODPUT.md) and is scored like a goodput search scores it: ``goodput_ok`` is the P90
+criterion on the measured requests AND the stability test.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ppsched.experiments.goodput import measurement_window, run_spec
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.tidy import run_row
 from ppsched.experiments.workload_spec import WorkloadSpec
+from ppsched.metrics.steady import Window, verdict
 
 
 def expand_policies(keys: Sequence[str]) -> list[str]:
@@ -24,26 +31,32 @@ def expand_policies(keys: Sequence[str]) -> list[str]:
 
 
 def sweep(runner: Runner, setup: Setup, workloads: Sequence[WorkloadSpec],
-          policies: Sequence[str], rates: Sequence[float], slo_scale: float = 1.0
-          ) -> pd.DataFrame:
+          policies: Sequence[str], rates: Sequence[float], slo_scale: float = 1.0,
+          window: Window | None = None) -> pd.DataFrame:
     plan = []
     slo = setup.base_slo.scaled(slo_scale)
     for workload in workloads:
+        win = window or measurement_window(workload, setup.base_slo)
         for key in expand_policies(policies):
             config = make_config(get_policy(key), setup, slo)
             for rate in rates:
-                plan.append((workload, key, RunTask(config, workload.at_rate(rate))))
-    futures = [runner.submit(task) for _, _, task in plan]
+                task = RunTask(config, run_spec(workload, rate, setup.seed, win))
+                plan.append((workload, key, win, task))
+    futures = [runner.submit(task) for *_, task in plan]
     rows = []
-    from ppsched.metrics import summarize
-
-    for (workload, key, task), future in zip(plan, futures, strict=True):
+    for (workload, key, win, task), future in zip(plan, futures, strict=True):
         outcome = future.result()
         summary = dict(outcome.summary)
-        # The criterion at the requested scale (the cached summary holds the run's own SLO).
-        scaled = summarize(outcome.records, setup.base_slo, slo_scale=slo_scale)
-        summary["slo_attainment"] = scaled["slo_attainment"]
-        summary["goodput_ok"] = scaled["goodput_ok"]
+        # Scored on the measurement window at the requested scale (the cached summary holds the
+        # whole run at the run's own SLO).
+        result = verdict(outcome.records, win, slo)
+        summary.update({"goodput_ok": result.ok, "meets_p90": result.meets_p90,
+                        "stable": result.stable, "balance": result.balance,
+                        "measured": result.measured, "measured_p90_ttft_ms": result.p90_ttft_ms,
+                        "measured_p90_tpot_ms": result.p90_tpot_ms,
+                        "tail_p90_ttft_ms": result.tail_p90_ttft_ms, "verdict": result.reason,
+                        "warmup_s": win.warmup_s, "measure_s": win.measure_s,
+                        "cooldown_s": win.cooldown_s})
         rows.append(run_row(summary, task.config.to_dict(), workload=workload.name,
                             policy=key, rate=task.workload.rate, slo_scale=slo_scale,
                             cached=outcome.cached, run_key=outcome.key))

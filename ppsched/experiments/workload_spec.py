@@ -11,7 +11,12 @@ from ppsched.core.errors import UserError
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
-    """Arguments of ``ppsched.traces.load_workload``; either a Poisson ``rate`` or ``replay``."""
+    """Arguments of ``ppsched.traces.load_workload``; either a Poisson ``rate`` or ``replay``.
+
+    ``name`` is a catalog name, or, with ``trace_file`` (and ``trace_format``), the label of a
+    user trace. ``to_dict`` is what the run cache keys on; the cache adds a hash of the bytes
+    of the files the workload reads (``experiments.cache.workload_fingerprint``).
+    """
 
     name: str
     rate: float | None = None
@@ -21,6 +26,10 @@ class WorkloadSpec:
     window_min: float | None = None
     speedup: float = 1.0
     seed: int = 0
+    trace_file: str | None = None
+    trace_format: str | None = None
+    max_context: int | None = None
+    data_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.rate is None and not self.replay:
@@ -48,7 +57,8 @@ def load(spec: WorkloadSpec) -> Any:
 def _load_cached(spec: WorkloadSpec) -> Any:
     from ppsched.traces import load_workload
 
-    return load_workload(spec.name, rate=spec.rate, replay=spec.replay,
+    return load_workload(None if spec.trace_file else spec.name, trace_file=spec.trace_file,
+                         trace_format=spec.trace_format, rate=spec.rate, replay=spec.replay,
                          window_min=spec.window_min, speedup=spec.speedup,
                          num_requests=spec.num_requests, duration_s=spec.duration_s,
-                         seed=spec.seed)
+                         seed=spec.seed, max_context=spec.max_context, data_dir=spec.data_dir)

@@ -13,7 +13,7 @@ class Entry:
 
     name: str
     file: str | None  # relative to the data directory
-    fmt: str | None  # 'azure' | 'lengths'; None for synthetic
+    fmt: str | None  # 'azure' | 'lengths' | 'mooncake'; None for synthetic
     swap: bool = False  # swap prompt and output lengths
     prompt_range: tuple[int, int] | None = None  # synthetic: inclusive uniform range
     output_range: tuple[int, int] | None = None
@@ -35,6 +35,9 @@ CATALOG: dict[str, Entry] = {e.name: e for e in (
     Entry("summarization-reversed",
           "traces/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv", "lengths",
           swap=True, notes=(_SUMMARY_NOTE, "input and output lengths swapped")),
+    Entry("mooncake-synthetic", "traces/mooncake_synthetic_trace.jsonl", "mooncake",
+          notes=("Mooncake synthetic trace (FAST'25, Apache-2.0): long prompts, prefix block ids",
+                 )),
     Entry("synthetic-prefill", None, None, prompt_range=(512, 1024), output_range=(32, 64),
           notes=("synthetic: prompt uniform 512-1024, output uniform 32-64 tokens",)),
     Entry("synthetic-decode", None, None, prompt_range=(32, 64), output_range=(512, 1024),
@@ -51,4 +54,4 @@ def lookup(name: str) -> Entry:
         return CATALOG[name]
     except KeyError:
         raise UserError(f"unknown workload {name!r}; expected one of {', '.join(WORKLOAD_NAMES)} "
-                        f"(or --trace-file PATH --format azure|lengths)") from None
+                        f"(or --trace-file PATH --format azure|lengths|mooncake)") from None

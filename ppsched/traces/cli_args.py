@@ -20,10 +20,11 @@ def add_workload_args(parser: argparse.ArgumentParser, *, positional: bool = Fal
     group.add_argument("--workload", dest="workload", metavar="NAME", default=None,
                        help=f"workload: {', '.join(WORKLOAD_NAMES)}")
     group.add_argument("--trace-file", metavar="PATH", default=None,
-                       help="your own trace CSV instead of a named workload (needs --format)")
+                       help="your own trace file instead of a named workload (needs --format)")
     group.add_argument("--format", dest="trace_format", choices=sorted(FORMATS), default=None,
                        help="azure: TIMESTAMP,ContextTokens,GeneratedTokens; "
-                            "lengths: num_prefill_tokens,num_decode_tokens")
+                            "lengths: num_prefill_tokens,num_decode_tokens; "
+                            "mooncake: JSONL timestamp(ms),input_length,output_length,hash_ids")
     group.add_argument("--rate", type=float, default=None,
                        help="Poisson arrivals at this many requests/s (seeded)")
     group.add_argument("--replay", action="store_true",
@@ -52,7 +53,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     name = name or bare
     if name is None and args.trace_file is None:
         raise UserError(f"no workload: expected a NAME ({', '.join(WORKLOAD_NAMES)}) "
-                        "or --trace-file PATH --format azure|lengths")
+                        "or --trace-file PATH --format azure|lengths|mooncake")
     return load_workload(name, trace_file=args.trace_file, trace_format=args.trace_format,
                          rate=args.rate, replay=args.replay, window_min=args.window_min,
                          speedup=args.speedup, num_requests=args.num_requests,

@@ -18,6 +18,7 @@ from ppsched.traces.arrivals import (
     replay_arrivals,
 )
 from ppsched.traces.catalog import SYNTHETIC_DEFAULT_REQUESTS, Entry, lookup
+from ppsched.traces.reader_jsonl import BLOCK_TOKENS
 from ppsched.traces.readers import FORMATS, TraceTable, read_trace
 from ppsched.traces.workload import Workload
 
@@ -53,6 +54,17 @@ def cap_context(prompt: np.ndarray, output: np.ndarray, max_context: int
     new_prompt[over] = scaled
     new_output[over] = max_context - scaled
     return new_prompt, new_output, int(over.sum())
+
+
+def _block_ids(table: TraceTable | None, index: np.ndarray, prompt: np.ndarray, *,
+               swapped: bool) -> list[tuple[int, ...]]:
+    """Each request's prefix block ids, taken with its row (so resampling keeps them together);
+    a capped prompt keeps only the blocks it still covers. None for traces without ids, and for
+    swapped lengths (the ids described the original prompt)."""
+    if table is None or table.prefix_block_ids is None or swapped:
+        return [()] * len(index)
+    rows = table.prefix_block_ids
+    return [rows[i][:-(-int(p) // BLOCK_TOKENS)] for i, p in zip(index, prompt, strict=True)]
 
 
 def _source(name: str | None, trace_file: str | None, trace_format: str | None,
@@ -167,7 +179,8 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
         if truncated:
             notes.append(f"{truncated} requests capped at max_context={max_context} "
                          "(prompt and output scaled down proportionally)")
-    requests = tuple(RequestSpec(i, float(t), int(p), int(o))
-                     for i, (t, p, o) in enumerate(zip(times, prompt, output, strict=True)))
+    blocks = _block_ids(table, index, prompt, swapped=entry.swap)
+    requests = tuple(RequestSpec(i, float(t), int(p), int(o), b) for i, (t, p, o, b)
+                     in enumerate(zip(times, prompt, output, blocks, strict=True)))
     return Workload(name=wl_name, requests=requests, source=source, truncated=truncated,
                     notes=tuple(notes), arrival=arrival)

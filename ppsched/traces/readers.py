@@ -1,4 +1,4 @@
-"""Parse trace files (Azure-style timestamped CSV or length-only CSV) into validated numpy arrays.
+"""Parse trace files (Azure-style timestamped CSV, length-only CSV, Mooncake JSONL) into arrays.
 
 Every defect is a UserError naming the file, the line (1 = header) and the offending value. Parsed
 files are cached per process, keyed by path, mtime and size, so repeated sweeps read each file once.
@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from ppsched.core.errors import UserError
+from ppsched.traces.reader_jsonl import parse_jsonl
 
 # Column names per format: (timestamp column or None, prompt column, output column).
 FORMATS: dict[str, tuple[str | None, str, str]] = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
     "lengths": (None, "num_prefill_tokens", "num_decode_tokens"),
+    "mooncake": ("timestamp", "input_length", "output_length"),  # JSONL, see reader_jsonl
 }
 MAX_TOKENS = 10**8  # far above any context length; keeps int64 sums exact
 
@@ -34,6 +36,8 @@ class TraceTable:
     prompt_tokens: np.ndarray  # int64, all > 0
     output_tokens: np.ndarray  # int64, all > 0
     arrival_s: np.ndarray | None  # float64, non-decreasing, starts at 0; None for length-only sets
+    # Per row: its prompt's block ids (Mooncake hash_ids); None when the format has none.
+    prefix_block_ids: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.prompt_tokens)
@@ -41,6 +45,8 @@ class TraceTable:
             raise ValueError(f"{self.path}: {n} prompts vs {len(self.output_tokens)} outputs")
         if self.arrival_s is not None and len(self.arrival_s) != n:
             raise ValueError(f"{self.path}: {len(self.arrival_s)} timestamps for {n} rows")
+        if self.prefix_block_ids is not None and len(self.prefix_block_ids) != n:
+            raise ValueError(f"{self.path}: {len(self.prefix_block_ids)} block-id rows for {n}")
 
     def __len__(self) -> int:
         return len(self.prompt_tokens)
@@ -96,7 +102,17 @@ def _check_field_counts(path: str, expected: int) -> None:
                                 f"{','.join(fields)!r}; expected {expected} like the header")
 
 
+def _parse_mooncake(path: str) -> TraceTable:
+    arrival, prompt, output, blocks = parse_jsonl(path, MAX_TOKENS)
+    for array in (arrival, prompt, output):
+        array.flags.writeable = False
+    return TraceTable(path=path, fmt="mooncake", prompt_tokens=prompt, output_tokens=output,
+                      arrival_s=arrival, prefix_block_ids=blocks)
+
+
 def _parse(path: str, fmt: str) -> TraceTable:
+    if fmt == "mooncake":
+        return _parse_mooncake(path)
     ts_col, prompt_col, output_col = FORMATS[fmt]
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
@@ -136,7 +152,8 @@ def _parse_cached(path: str, fmt: str, mtime_ns: int, size: int) -> TraceTable:
 
 
 def read_trace(path: str | os.PathLike[str], fmt: str) -> TraceTable:
-    """Read and validate one trace file of format 'azure' or 'lengths' (cached per process)."""
+    """Read and validate one trace file of format 'azure', 'lengths' or 'mooncake' (cached per
+    process)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: expected one of {sorted(FORMATS)}")
     resolved = Path(path).expanduser()

@@ -52,20 +52,30 @@ class Workload:
         output = np.fromiter((r.output_tokens for r in self.requests), np.int64, len(self))
         return arrival, prompt, output
 
-    def stats(self) -> dict:
-        """Counts, span (first to last arrival), rate (requests / span), token-length statistics."""
+    def over_context(self, context_limit: int) -> int:
+        """Requests whose prompt+output exceeds context_limit: an engine with that context length
+        rejects them (the goodput criterion counts them as infinitely late)."""
+        _, prompt, output = self.arrays()
+        return int(((prompt + output) > context_limit).sum())
+
+    def stats(self, context_limit: int | None = None) -> dict:
+        """Counts, span (first to last arrival), rate (requests / span), token-length statistics;
+        with a context limit, how many requests exceed it (``over_context``)."""
         arrival, prompt, output = self.arrays()
         span = float(arrival[-1] - arrival[0])
+        extra = {} if context_limit is None else {
+            "context_limit": context_limit, "over_context": self.over_context(context_limit)}
         return {
             "requests": len(self),
             "span_s": span,
             "rate_rps": len(self) / span if span > 0 else None,
             "truncated": self.truncated,
+            **extra,
             "prompt_tokens": _stats(prompt),
             "output_tokens": _stats(output),
         }
 
-    def describe(self) -> dict:
+    def describe(self, context_limit: int | None = None) -> dict:
         """Everything needed to know what was replayed, for summary.json and reports."""
         return {"name": self.name, "source": self.source, "arrival": self.arrival,
-                "notes": list(self.notes), **self.stats()}
+                "notes": list(self.notes), **self.stats(context_limit)}
