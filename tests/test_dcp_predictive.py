@@ -10,13 +10,11 @@ from test_dcp_support import LinearFake, make_snap, waiting
 from ppsched.core.batch import BatchShape
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
-from ppsched.dcp.predictive import (
-    PAPER_CONFIG,
-    PredictiveChunk,
-    PredictiveConfig,
-    backlog_demand,
-    steady_tpot,
-)
+from ppsched.dcp.predictive import PredictiveChunk, Variant
+from ppsched.dcp.rule_base import PaperConstants
+from ppsched.dcp.rule_paper import PaperRule, backlog_demand, smallest_feasible
+from ppsched.dcp.rule_slo import SloRule
+from ppsched.dcp.rule_steady import SteadyRule, steady_tpot
 from ppsched.dcp.signals import candidate_grid
 
 SLO = Slo(2000.0, 200.0)
@@ -28,7 +26,7 @@ def ours(pp: int = 4) -> PredictiveChunk:
 
 
 def paper(pp: int = 4) -> PredictiveChunk:
-    return PredictiveChunk(SLO, pp, LinearFake(), PAPER_CONFIG, name="predictive-paper")
+    return PredictiveChunk(SLO, pp, LinearFake(), Variant.PAPER, name="predictive-paper")
 
 
 def late_queue(tokens_each: int, n: int = 2, waited_s: float = 1.0, now: float = 100.0):
@@ -49,7 +47,7 @@ def test_backlog_grows_chunk_to_smallest_feasible():
     assert (d.chunk_tokens, d.reason) == (384, "feasible:smallest")
     inputs = dict(d.inputs)
     assert inputs["demand_tok_s"] == pytest.approx(20_000)
-    assert inputs["supply_tok_s"] >= inputs["demand_tok_s"]
+    assert inputs["stage_supply_tok_s"] >= inputs["demand_tok_s"]
 
 
 def test_paper_supply_model_is_pp_times_more_conservative():
@@ -72,27 +70,23 @@ def test_overloaded_takes_largest_meeting_tpot():
     d = paper().decide(snap)
     assert (d.chunk_tokens, d.reason) == (1152, "overloaded:largest-meeting-tpot")
     assert d.predicted_stage_ms * 4 <= 1.05 * 200
-    # mixed engine: decodes spend the budget, batch = c tokens: 25 + 0.02 c <= 52.5 -> 1280
-    assert mixed(ours()).decide(snap).chunk_tokens == 1280
     # plain engine: the prefill microbatch carries no decodes: 10 + 0.02 c fits up to 2048
     assert ours().decide(snap).chunk_tokens == 2048
 
 
 def test_tpot_violated_everywhere_takes_minimum_then_safety_floor():
     snap = make_snap(queue=late_queue(100_000), decodes=(150,) * 4, ctx_per_decode=3000)
-    for ctl in (paper(), mixed(ours())):
+    for ctl in (paper(), mixed(paper())):
         d = ctl.decide(snap)
         assert (d.chunk_tokens, d.reason) == (256, "tpot-infeasible:min+safety-floor")
 
 
-def test_fullest_slot_vs_asking_slot():
-    # slot 0 asks with no decodes; slot 2 holds 150 decodes. The steady rule (held for 2*pp
-    # iterations) bounds TPOT by slot 2; the frontier rule (per microbatch) is in
-    # test_dcp_frontier.py and sizes by the asking slot.
+def test_paper_sizes_by_the_asking_slot():
+    # slot 0 asks with no decodes; slot 2 holds 150 decodes: the paper counts slot 0's
     snap = make_snap(slot=0, queue=late_queue(100_000), decodes=(0, 0, 150, 0))
-    steady = PredictiveChunk(SLO, 4, LinearFake(), PredictiveConfig(select="steady"))
-    assert mixed(steady).decide(snap).chunk_tokens == 1280
     assert paper().decide(snap).chunk_tokens == 2048
+    asking_full = make_snap(slot=2, queue=late_queue(100_000), decodes=(0, 0, 150, 0))
+    assert paper().decide(asking_full).chunk_tokens == 1152
 
 
 def test_prefix_of_chunked_request_enters_the_shape():
@@ -109,9 +103,13 @@ def test_steady_model_prefers_fewer_turns_when_stages_have_fixed_cost():
     fake = LinearFake(base=15.0)
     snap = make_snap(queue=late_queue(1500, n=1, waited_s=0.6), decodes=(60,) * 4,
                      ctx_per_decode=800)
-    smallest = PredictiveChunk(SLO, 4, fake, PredictiveConfig(select="paper")).decide(snap)
     steady = PredictiveChunk(SLO, 4, fake).decide(snap)
-    assert smallest.chunk_tokens == 128 and smallest.reason == "feasible:smallest"
+    # the smallest chunk that covers the same demand would be 128
+    grid = candidate_grid(2048)
+    stage = [fake.predict(BatchShape(((0, c),))) for c in grid]
+    demand = dict(steady.inputs)["demand_tok_s"]
+    feasible, _ = smallest_feasible(grid, stage, 4, 1.05 * 200, demand, per_period=1)
+    assert grid[feasible[0]] == 128
     assert steady.reason == "feasible:min-tpot" and steady.chunk_tokens > 128
     est = dict(steady.inputs)["tpot_est_ms"]
     assert est <= 1.05 * 200
@@ -175,11 +173,36 @@ def test_backlog_demand_readings():
     assert backlog_demand(snap, SLO, 0.25, fcfs=True) == pytest.approx(2000 / 1.5)
 
 
-def test_config_validation():
+def test_constants_validation():
     with pytest.raises(ValueError):
-        PredictiveConfig(supply="magic")
+        PaperConstants(tpot_margin=0.0)
     with pytest.raises(ValueError):
-        PredictiveConfig(cadence=0)
+        PaperConstants(cadence=0)
+
+
+def test_each_variant_runs_its_rule_in_each_loop():
+    ctl = ours()
+    assert isinstance(ctl.rule, SteadyRule)
+    assert isinstance(mixed(ctl).rule, SloRule)  # the engine mixes decodes into prefill batches
+    for ctl in (paper(), mixed(paper())):
+        assert isinstance(ctl.rule, PaperRule)
+
+
+@pytest.mark.parametrize("make", [ours, paper])
+def test_hold_keeps_the_decision_but_rises_to_the_safety_floor(make):
+    ctl = make(pp=2)  # decides at iterations 0, 4, 8, ...; holds in between
+    first = ctl.decide(make_snap(iteration=0, queue=[waiting(0, 99.9, 500)]))
+    assert first.chunk_tokens == 128
+    # a slot's decodes jump to 200 between two decisions: 128 would carry no prefill
+    held = ctl.decide(make_snap(iteration=1, decodes=(0, 200, 0, 0)))
+    assert (held.chunk_tokens, held.reason) == (256, "hold+safety-floor")
+    assert held.inputs == first.inputs  # a hold recomputes nothing
+    # the floor-raised decision is what is held from then on, decodes back to 0 or not
+    assert ctl.decide(make_snap(iteration=2)) is held
+    # more decodes than the largest candidate: the largest is the best there is, and stays
+    top = ctl.decide(make_snap(iteration=3, decodes=(5000, 0, 0, 0)))
+    assert (top.chunk_tokens, top.reason) == (2048, "hold+safety-floor")
+    assert ctl.decide(make_snap(iteration=4)).reason != "hold+safety-floor"
 
 
 @settings(max_examples=60, deadline=None)
@@ -192,7 +215,7 @@ def test_decision_invariants(tokens, decodes, ctx, waited, cap, use_paper):
     d = ctl.decide(make_snap(queue=q, decodes=tuple(decodes), ctx_per_decode=ctx,
                              max_chunk=cap))
     top = candidate_grid(cap)[-1]
-    assert 0 < d.chunk_tokens <= top <= cap
+    assert d.chunk_tokens in candidate_grid(cap) and top <= cap
     if d.chunk_tokens < top:  # the guard holds unless no candidate is large enough
         assert d.chunk_tokens > max(decodes)
     if d.reason in ("feasible:smallest", "overloaded:largest-meeting-tpot"):
@@ -201,10 +224,9 @@ def test_decision_invariants(tokens, decodes, ctx, waited, cap, use_paper):
 
 def test_kv_pressure_guard():
     snap = make_snap(queue=late_queue(100_000), decodes=(40, 0, 0, 0), kv_free=2_000)
-    steady = PredictiveChunk(SLO, 4, LinearFake(), PredictiveConfig(select="steady"))
-    for ctl in (paper(), mixed(steady)):
+    for ctl in (paper(), mixed(paper())):
         d = ctl.decide(snap)
         assert (d.chunk_tokens, d.reason) == (128, "kv-watermark")
-    # the frontier rule (ours in mixed loops) never shrinks for KV: test_dcp_frontier.py
+    # the SLO rule (ours in mixed loops) budgets TPOT by KV instead: test_dcp_rule_slo.py
     # plain loop: shrinking would only add lost decode turns; admission already waits for KV
     assert ours().decide(snap).reason != "kv-watermark"

@@ -12,8 +12,8 @@ def make_snap(*, iteration: int = 0, slot: int = 0, pp_size: int = 4, now_s: flo
               queue: Sequence[QueuedRequest] = (), chunked: QueuedRequest | None = None,
               decodes: Sequence[int] = (0, 0, 0, 0), ctx_per_decode: int = 1000,
               kv_free: int = 50_000, kv_total: int = 100_000, ttft: Sequence[float] = (),
-              tpot: Sequence[float] = (), arrived_tokens: int = 0, max_chunk: int = 2048
-              ) -> ChunkSnapshot:
+              tpot: Sequence[float] = (), arrived_tokens: int = 0, max_chunk: int = 2048,
+              stage_ms: Sequence[float] = ()) -> ChunkSnapshot:
     return ChunkSnapshot(
         now_s=now_s, iteration=iteration, slot=slot, pp_size=pp_size, queue=tuple(queue),
         queued_requests=len(queue),
@@ -21,7 +21,8 @@ def make_snap(*, iteration: int = 0, slot: int = 0, pp_size: int = 4, now_s: flo
         chunked=chunked,
         slots=tuple(SlotLoad(i, d, d * ctx_per_decode) for i, d in enumerate(decodes)),
         kv_free_tokens=kv_free, kv_total_tokens=kv_total, recent_ttft_ms=tuple(ttft),
-        recent_tpot_ms=tuple(tpot), recent_stage_ms=(), arrived_requests_total=len(queue),
+        recent_tpot_ms=tuple(tpot), recent_stage_ms=tuple(stage_ms),
+        arrived_requests_total=len(queue),
         arrived_prompt_tokens_total=arrived_tokens, max_chunk_tokens=max_chunk)
 
 

@@ -1,7 +1,7 @@
 """Online residual correction of stage predictions, per GEMM tile of batched tokens.
 
-Why: the frontier rule compares stage times across budgets that sit on different tiles of a
-staircase (stage time jumps every 128 batched tokens), and ALP's linear-plus-correction form
+Why: the SLO rule (``rule_slo``) compares stage times across budgets that sit on different tiles
+of a staircase (stage time jumps every 128 batched tokens), and ALP's linear-plus-correction form
 misses a fixed per-stage offset (bench/dcp.md, item 3): early on it predicts 11 ms for a
 40-decode stage that takes 19 ms, which makes small budgets look twice as productive as they are.
 Each measured stage teaches the residual (measured - predicted) of its tile; a prediction is then

@@ -13,13 +13,13 @@ from ppsched.core.errors import UserError
 from ppsched.core.policy import ChunkController
 from ppsched.core.policy_context import PolicyContext
 from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
-from ppsched.dcp.predictive import PAPER_CONFIG, PredictiveChunk, PredictiveConfig, StagePredictor
+from ppsched.dcp.predictive import PredictiveChunk, StagePredictor, Variant
 from ppsched.dcp.sglang_dynamic import SglangDynamicChunk, sample_prefill_times
 from ppsched.dcp.signals import check_candidates
 from ppsched.dcp.static import StaticChunk
 
 CHUNK_SPECS = ("static:N", "greedy", "greedy-paper", "predictive", "predictive-paper",
-               "sglang-dynamic")
+               "predictive-paper-alp", "sglang-dynamic")
 
 
 def build_chunk_controller(spec: str, ctx: PolicyContext, *,
@@ -39,10 +39,14 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
         signals = "completed" if spec == "greedy-paper" else "leading"
         return GreedyChunk(ctx.slo, ctx.pp_size, GreedyConfig(signals=signals), name=spec,
                            candidates=cands)
-    if spec in ("predictive", "predictive-paper"):
-        config = PAPER_CONFIG if spec == "predictive-paper" else PredictiveConfig()
-        return PredictiveChunk(ctx.slo, ctx.pp_size, predictor or default_predictor(ctx),
-                               config, name=spec, candidates=cands)
+    if spec in ("predictive", "predictive-paper", "predictive-paper-alp"):
+        # predictive-paper-alp: the paper's rule on the paper's ALP (no online correction of the
+        # linear term, no device scale), so the paper's method can be compared as published
+        paper_alp = spec == "predictive-paper-alp"
+        variant = Variant.OURS if spec == "predictive" else Variant.PAPER
+        return PredictiveChunk(ctx.slo, ctx.pp_size,
+                               predictor or default_predictor(ctx, paper_alp=paper_alp),
+                               variant, name=spec, candidates=cands)
     if spec == "sglang-dynamic":
         if prefill_timer is None:
             raise UserError("chunk controller 'sglang-dynamic' needs the engine's stage-0 "
@@ -53,8 +57,12 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
     raise UserError(f"unknown chunk controller {spec!r}: expected one of {', '.join(CHUNK_SPECS)}")
 
 
-def default_predictor(ctx: PolicyContext) -> StagePredictor:
-    """ALP on the run's profile: ``ctx.profile_path`` if given, else the built-in one."""
+def default_predictor(ctx: PolicyContext, *, paper_alp: bool = False) -> StagePredictor:
+    """ALP on the run's profile: ``ctx.profile_path`` if given, else the built-in one.
+
+    ``paper_alp``: the paper's four attention features only (``correct_linear_online`` off). The
+    stabilised forgetting of the prefill weights (our addition) has no switch in ALP and stays.
+    """
     try:
         from ppsched.predictor.alp import ALPredictor
         from ppsched.predictor.profile import LinearProfile, default_profile
@@ -65,4 +73,4 @@ def default_predictor(ctx: PolicyContext) -> StagePredictor:
     else:
         profile = default_profile(ctx.model, pp_size=ctx.pp_size, tp=ctx.tp_size,
                                   data_dir=ctx.data_dir)
-    return ALPredictor(profile)
+    return ALPredictor(profile, correct_linear_online=not paper_alp)

@@ -1,0 +1,78 @@
+"""One shared helper for the predictive rules: what each candidate chunk's microbatch would cost.
+
+For every candidate budget c: how many prefill tokens the microbatch carries and ALP's predicted
+one-stage latency, for the batch the engine will build (``BatchModel``), plus, when asked, the
+predicted stage time of a decode-only microbatch. One ``predict_many`` call per decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.snapshots import ChunkSnapshot, SlotLoad
+
+
+class StagePredictor(Protocol):
+    """What the controller needs from ALP (``ppsched.predictor.ALPredictor``)."""
+
+    def predict_many(self, shapes: Sequence[BatchShape]) -> Sequence[float]: ...
+
+    def update(self, shape: BatchShape, measured_ms: float) -> None: ...
+
+
+class BatchModel(Enum):
+    """Which microbatch a budget of c tokens becomes."""
+
+    PAPER = "paper"  # the paper's reading: c prefill tokens plus the slot's decodes
+    PLAIN = "plain"  # SGLang's default loop: a prefill-only microbatch of c tokens
+    MIXED = "mixed"  # --enable-mixed-chunk: decodes spend one budget token each, c - d prefill
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateCosts:
+    candidates: tuple[int, ...]
+    prefill: tuple[int, ...]  # prefill tokens each candidate's microbatch carries
+    stage_ms: tuple[float, ...]  # predicted one-stage latency of that microbatch
+    decode_ms: float  # predicted stage time of the decode-only microbatch asked for (0: none)
+
+    def supply(self, i: int) -> float:
+        """Prefill tokens per ms of stage time: the per-token efficiency of candidate i."""
+        return self.prefill[i] / self.stage_ms[i] if self.stage_ms[i] > 0 else 0.0
+
+
+def chunk_prefix(snap: ChunkSnapshot) -> int:
+    """Tokens the chunked request has already prefilled (its next piece attends to them)."""
+    ch = snap.chunked
+    return ch.prompt_tokens - ch.remaining_prompt_tokens if ch is not None else 0
+
+
+def asking_slot(snap: ChunkSnapshot) -> SlotLoad | None:
+    return next((s for s in snap.slots if s.slot == snap.slot), None)
+
+
+def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch: BatchModel,
+                  prefix: int, decodes: int, decode_ctx: int, *,
+                  decode_load: tuple[int, int] | None = None,
+                  correct: Callable[[BatchShape, float], float] | None = None) -> CandidateCosts:
+    """Costs of every candidate; ``decode_load`` = (requests, context sum) of a decode-only
+    microbatch to predict too; ``correct`` shifts each prediction (measured residuals)."""
+    if batch is BatchModel.MIXED:  # a candidate at or below d carries no prefill
+        prefill = tuple(max(c - decodes, 0) for c in candidates)
+        shapes = [BatchShape(((prefix, p),) if p else (), decodes, decode_ctx) for p in prefill]
+    elif batch is BatchModel.PAPER:
+        prefill = candidates
+        shapes = [BatchShape(((prefix, c),), decodes, decode_ctx) for c in candidates]
+    else:
+        prefill = candidates
+        shapes = [BatchShape(((prefix, c),)) for c in candidates]
+    if decode_load is not None and decode_load[0] > 0:
+        shapes.append(BatchShape((), decode_load[0], decode_load[1]))
+    predicted = list(predictor.predict_many(shapes))
+    if correct is not None:
+        predicted = [correct(sh, ms) for sh, ms in zip(shapes, predicted, strict=True)]
+    decode_ms = predicted.pop() if len(predicted) > len(candidates) else 0.0
+    return CandidateCosts(candidates, prefill, tuple(predicted), decode_ms)
