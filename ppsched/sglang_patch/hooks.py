@@ -233,8 +233,10 @@ def _around_ingest(orig, sched, *args, **kwargs):
     if st is not None:
         stage_feed.drain(st)  # stages the device finished since the last turn
         ag = st.agreement
-        if ag is not None and ag.verdict is None and not ag.decider:
-            _poll_agreement(st)  # for the gauge and the log line only; the decider gates
+        if ag is not None and ag.verdict is None:
+            # every turn (rate-limited by the agreement): the decider must reach its verdict
+            # even when no request arrives after the timeout; it still gates in _after_pull
+            _poll_agreement(st)
         st.iteration += 1
         st.pending = None
         st.hold_outcome = None
