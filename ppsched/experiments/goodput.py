@@ -39,7 +39,10 @@ VERIFY_SEED_OFFSET = 1000  # verification seeds: setup.seed + 1000 (no search us
 CONFIRM_SEED_OFFSET = 2000  # a lowered point is verified again with this one
 VERIFY_FACTOR = 4.0
 FALLBACK_STEP = 0.04  # a failing point is lowered by 4% per step (twice the search resolution)
-FALLBACK_STEPS = 3
+# Lowering continues until a rate holds at 4x the window on both unused seeds: the reported
+# goodput is a rate that verified, never a footnote. Bounded (0.96^25 = 0.36x the search's
+# rate); a point still failing there is reported as FAIL.
+FALLBACK_STEPS = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +237,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
     """Re-run each reported point at VERIFY_FACTOR x the measurement window with a fresh seed.
 
     A point that fails is lowered in FALLBACK_STEP steps (same fresh seed) until a long run
-    passes, and that rate is then verified again with a second unused seed; it becomes the
+    passes and a second unused seed confirms it (else lowering goes on); that rate becomes the
     reported goodput (the search's own result stays in ``search_goodput_rps``). A point with no
-    passing step keeps its search result and is reported as FAIL."""
+    passing step in FALLBACK_STEPS keeps its search result and is reported as FAIL."""
     longer = window.longer(VERIFY_FACTOR)
     first_seed = setup.seed + VERIFY_SEED_OFFSET
     confirm_seed = setup.seed + CONFIRM_SEED_OFFSET
@@ -264,18 +267,21 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
                     "goodput 0: nothing to verify", "")
             continue
         result, rate, seed = judge(row, future), row.goodput_rps, first_seed
+        first_result = result
         tried = [f"{rate:.4g}@{seed}:{int(result.ok)}"]
         for _ in range(FALLBACK_STEPS if not result.ok else 0):
             rate = float(f"{rate * (1 - FALLBACK_STEP):.6g}")
             step = judge(row, submit(row, rate, first_seed))
             tried.append(f"{rate:.4g}@{first_seed}:{int(step.ok)}")
-            if step.ok:  # confirm the lowered point with a seed neither run has used
-                seed = confirm_seed
-                result = judge(row, submit(row, rate, seed))
-                tried.append(f"{rate:.4g}@{seed}:{int(result.ok)}")
+            if not step.ok:
+                continue
+            # confirm the lowered point with a seed neither run has used; lower on if it fails
+            result, seed = judge(row, submit(row, rate, confirm_seed)), confirm_seed
+            tried.append(f"{rate:.4g}@{seed}:{int(result.ok)}")
+            if result.ok:
                 break
-        else:
-            rate = row.goodput_rps if not result.ok else rate
+        if not result.ok:  # FAIL: report the search's rate and its own long run
+            rate, seed, result = row.goodput_rps, first_seed, first_result
         _append(cols, rate, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
                 result.reason, ";".join(tried))
     for name, values in cols.items():
