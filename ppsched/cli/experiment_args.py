@@ -39,7 +39,7 @@ def add_trace(p: argparse.ArgumentParser) -> None:
                         "without it, requests over the model's context are rejected and count "
                         "as infinitely late")
     p.add_argument("--data-dir", default=None,
-                   help="data directory (default: $PPSCHED_DATA_DIR or the repo's data/)")
+                   help="data directory (default: $PPSCHED_DATA_DIR or the packaged ppsched/data/)")
 
 
 def add_search(p: argparse.ArgumentParser, *, seeds: int) -> None:
