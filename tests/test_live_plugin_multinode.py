@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import urllib.request
 
 import pytest
@@ -70,6 +71,10 @@ def read_log(path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def _has_kind(path, kind: str) -> bool:
+    return path.is_file() and any(r["kind"] == kind for r in read_log(path))
+
+
 @pytest.fixture(scope="module")
 def both(model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("both")
@@ -93,6 +98,15 @@ def missing(model, tmp_path_factory):
                                           "PPSCHED_AGREE_TIMEOUT_S": "10"}, {})
     try:
         records, _ = replay(node0.url, SPECS, ReplayOptions(concurrency=14))
+        # On a quiet box the replay can end before the agreement's 10 s timeout; the verdict
+        # lands on a scheduler turn, so keep serving one small request a second until the
+        # deciding rank has turned the plugin off (the server must keep serving meanwhile).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _has_kind(log, "disabled"):
+            more, _ = replay(node0.url, [RequestSpec(0, 0.0, 20, 2)],
+                             ReplayOptions(concurrency=1))
+            records += more
+            time.sleep(1.0)
         healthy = node0.healthy()
         metrics = urllib.request.urlopen(node0.url + "/metrics", timeout=30).read().decode()
     finally:
