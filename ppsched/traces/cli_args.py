@@ -38,6 +38,11 @@ def add_workload_args(parser: argparse.ArgumentParser, *, positional: bool = Fal
     group.add_argument("--duration", dest="duration_s", type=float, default=None,
                        help="keep arrivals before this many seconds")
     group.add_argument("--seed", type=int, default=0, help="seed for arrivals and sampling")
+    group.add_argument("--lengths", choices=("sampled", "in-order"), default="sampled",
+                       help="with --rate: 'sampled' draws each request's lengths i.i.d. from "
+                            "every row of the trace (seeded, as bench_serving does and as the "
+                            "goodput method's runs are made); 'in-order' takes the file's first "
+                            "rows in order")
     group.add_argument("--max-context", type=int, default=None,
                        help="cap prompt+output at this many tokens (capped requests are counted)")
     group.add_argument("--data-dir", default=None,
@@ -58,4 +63,6 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
                          rate=args.rate, replay=args.replay, window_min=args.window_min,
                          speedup=args.speedup, num_requests=args.num_requests,
                          duration_s=args.duration_s, seed=args.seed,
-                         max_context=args.max_context, data_dir=args.data_dir)
+                         max_context=args.max_context, data_dir=args.data_dir,
+                         resample=args.rate is not None
+                         and getattr(args, "lengths", "sampled") == "sampled")
