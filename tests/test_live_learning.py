@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -20,7 +19,13 @@ import pytest
 
 from ppsched.core.requests import RequestSpec
 from ppsched.experiments.live_replay import ReplayOptions, replay
-from ppsched.sglang_patch.cpu_server import cpu_args, launch, make_tiny_model, sglang_python
+from ppsched.sglang_patch.cpu_server import (
+    cpu_args,
+    free_port,
+    launch,
+    make_tiny_model,
+    sglang_python,
+)
 
 PY = sglang_python()
 pytestmark = [pytest.mark.live,
@@ -32,16 +37,6 @@ WARMUP = 100  # stage-0 iterations before ALP's errors count (profile eval's def
 LOOSE_TPOT_MS = 60_000.0  # no chunk can miss it
 PORTS = range(33000, 34000)  # this test's port range on the shared box
 
-
-def _port() -> int:
-    for port in PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {PORTS}")
 
 
 def workload() -> list[RequestSpec]:
@@ -78,8 +73,9 @@ def serve(model, tmp, tpot_slo_ms: float) -> Run:
            "PPSCHED_CHUNK": "predictive", "PPSCHED_CANDIDATES": ",".join(map(str, CANDIDATES)),
            "PPSCHED_SLO_TTFT_MS": "60000", "PPSCHED_SLO_TPOT_MS": f"{tpot_slo_ms:.3f}",
            "PPSCHED_DECISION_LOG": str(log)}
-    server = launch(PY, cpu_args(model, _port(), chunk=2 * max(CANDIDATES)),
-                    tmp / "server.log", env=env)
+    port = free_port(PORTS.start, PORTS.stop - 1)
+    server = launch(PY, cpu_args(model, port, chunk=2 * max(CANDIDATES)), tmp / "server.log",
+                    env=env)
     try:
         records, _ = replay(server.url, workload(), ReplayOptions(concurrency=40))
     finally:

@@ -54,6 +54,12 @@ def asking_slot(snap: ChunkSnapshot) -> SlotLoad | None:
     return next((s for s in snap.slots if s.slot == snap.slot), None)
 
 
+def asking_slot_decodes(snap: ChunkSnapshot) -> tuple[int, int]:
+    """(decode requests, their context sum) of the slot the chunk is for; (0, 0) if unknown."""
+    load = asking_slot(snap)
+    return (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+
+
 def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch: BatchModel,
                   prefix: int, decodes: int, decode_ctx: int, *,
                   decode_load: tuple[int, int] | None = None,

@@ -20,7 +20,7 @@ from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import (
     BatchModel,
     StagePredictor,
-    asking_slot,
+    asking_slot_decodes,
     chunk_prefix,
     predict_costs,
 )
@@ -86,8 +86,7 @@ class PaperRule:
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
-        load = asking_slot(snap)
-        d_reqs, d_ctx = (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+        d_reqs, d_ctx = asking_slot_decodes(snap)
         costs = predict_costs(self.predictor, candidates, BatchModel.PAPER, chunk_prefix(snap),
                               d_reqs, d_ctx)
         pp = self.pp

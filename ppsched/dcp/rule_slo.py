@@ -30,7 +30,7 @@ from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import (
     BatchModel,
     StagePredictor,
-    asking_slot,
+    asking_slot_decodes,
     chunk_prefix,
     predict_costs,
 )
@@ -62,8 +62,7 @@ class SloRule:
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
-        load = asking_slot(snap)
-        d_reqs, d_ctx = (load.decode_reqs, load.decode_ctx_sum) if load is not None else (0, 0)
+        d_reqs, d_ctx = asking_slot_decodes(snap)
         costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
                               d_reqs, d_ctx, correct=self.residual.correct)
         pp = self.pp

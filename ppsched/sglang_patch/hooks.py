@@ -234,8 +234,7 @@ def _around_ingest(orig, sched, *args, **kwargs):
         stage_feed.drain(st)  # stages the device finished since the last turn
         ag = st.agreement
         if ag is not None and ag.verdict is None:
-            # every turn (rate-limited by the agreement): the decider must reach its verdict
-            # even when no request arrives after the timeout; it still gates in _after_pull
+            # every turn (rate-limited): a verdict lands on idle turns too; _after_pull gates
             _poll_agreement(st)
         st.iteration += 1
         st.pending = None
