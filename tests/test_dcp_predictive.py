@@ -33,28 +33,45 @@ def late_queue(tokens_each: int, n: int = 2, waited_s: float = 1.0, now: float =
     return [waiting(i, now - waited_s, tokens_each) for i in range(n)]
 
 
-def test_light_load_smallest_chunk():
-    for ctl in (ours(), paper()):
-        d = ctl.decide(make_snap(queue=[waiting(0, 99.9, 500)]))  # waited 0.1 s < 0.5 s
-        assert (d.chunk_tokens, d.reason) == (128, "feasible:smallest")
-        assert dict(d.inputs)["demand_tok_s"] == 0.0
-        assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 128)
+def test_light_load_paper_takes_smallest_chunk():
+    d = paper().decide(make_snap(queue=[waiting(0, 99.9, 500)]))  # waited 0.1 s < 0.5 s
+    assert (d.chunk_tokens, d.reason) == (128, "feasible:smallest")
+    assert dict(d.inputs)["demand_tok_s"] == 0.0
+    # the paper's stage carries the asking slot's decodes: none here
+    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 128)
 
 
-def test_backlog_grows_chunk_to_smallest_feasible():
-    # demand = 20000 tok/s; pipelined supply c / stage(c) >= 20 tok/ms  <=>  c >= 333.3 -> 384
-    d = ours().decide(make_snap(queue=late_queue(10_000)))
-    assert (d.chunk_tokens, d.reason) == (384, "feasible:smallest")
-    inputs = dict(d.inputs)
-    assert inputs["demand_tok_s"] == pytest.approx(20_000)
-    assert inputs["stage_supply_tok_s"] >= inputs["demand_tok_s"]
+def test_nothing_decoding_ours_takes_largest_chunk_meeting_tpot():
+    # no decode turn to lose: the most prefill per period; stage(2048) = 50.96 <= 52.5
+    for q in ([waiting(0, 99.9, 500)], late_queue(10_000)):
+        d = ours().decide(make_snap(queue=q))
+        assert (d.chunk_tokens, d.reason) == (2048, "no-decodes:largest-meeting-tpot")
+        assert d.predicted_stage_ms * 4 <= 1.05 * 200
+    # a slower device: 10 + 0.04 c <= 52.5 up to c = 1062 -> 1024
+    slow = PredictiveChunk(SLO, 4, LinearFake(per_token=0.04))
+    assert slow.decide(make_snap(queue=late_queue(10_000))).chunk_tokens == 1024
 
 
-def test_paper_supply_model_is_pp_times_more_conservative():
-    # demand 6000: pipelined needs c >= 68 -> 128; paper c/(4 stage) needs c >= 461.5 -> 512
-    q = late_queue(3000)
-    assert ours().decide(make_snap(queue=q)).chunk_tokens == 128
-    assert paper().decide(make_snap(queue=q)).chunk_tokens == 512
+def test_no_stage_meeting_tpot_still_takes_least_steady_tpot():
+    # every stage is over the 52.5 ms cap (60 ms fixed cost), decodes run: the smallest chunk
+    # would need the most prefill turns, each a lost decode turn
+    fake = LinearFake(base=60.0)
+    snap = make_snap(queue=late_queue(1500, n=1, waited_s=0.6), decodes=(30,) * 4,
+                     ctx_per_decode=500)
+    d = PredictiveChunk(SLO, 4, fake).decide(snap)
+    assert d.reason == "tpot-tight:min-tpot" and d.chunk_tokens > 128
+    grid = candidate_grid(2048)
+    stage = [fake.predict(BatchShape(((0, c),))) for c in grid]
+    decode = fake.predict(BatchShape((), 30, 30 * 500))
+    demand = dict(d.inputs)["demand_tok_s"] / 1000.0
+    est = steady_tpot(grid, stage, decode, demand, 4, lost_turn=True)
+    assert dict(d.inputs)["tpot_est_ms"] == pytest.approx(min(est))
+    assert est[0] > min(est)  # the old fallback (smallest) was measurably worse
+
+
+def test_paper_supply_model_is_one_chunk_per_period():
+    # demand 6000: the paper's c / (4 stage(c)) needs c >= 461.5 -> 512
+    assert paper().decide(make_snap(queue=late_queue(3000))).chunk_tokens == 512
 
 
 def mixed(ctl: PredictiveChunk) -> PredictiveChunk:
@@ -130,7 +147,7 @@ def test_steady_tpot_model():
 
 
 def test_late_request_means_overloaded():
-    d = ours().decide(make_snap(queue=[waiting(0, 97.0, 100)]))  # waited 3 s > 2 s SLO
+    d = ours().decide(make_snap(queue=[waiting(0, 97.0, 100)], decodes=(10,) * 4))  # 3 s > 2 s
     assert math.isinf(dict(d.inputs)["demand_tok_s"])
     assert d.reason == "overloaded:largest-meeting-tpot" and d.chunk_tokens == 2048
 
@@ -138,9 +155,10 @@ def test_late_request_means_overloaded():
 def test_cadence_two_pipeline_depths():
     ctl = ours(pp=2)
     first = ctl.decide(make_snap(iteration=0))
-    assert all(ctl.decide(make_snap(iteration=i, queue=late_queue(10_000))) is first
-               for i in (1, 2, 3))
-    assert ctl.decide(make_snap(iteration=4, queue=late_queue(10_000))).chunk_tokens == 384
+    busy = dict(queue=late_queue(1500, n=1, waited_s=0.6), decodes=(60,) * 4)
+    assert all(ctl.decide(make_snap(iteration=i, **busy)) is first for i in (1, 2, 3))
+    fresh = ctl.decide(make_snap(iteration=4, **busy))
+    assert fresh.reason == "feasible:min-tpot" and fresh.inputs != first.inputs
 
 
 def test_arrival_rate_enters_demand():
@@ -149,8 +167,7 @@ def test_arrival_rate_enters_demand():
     d = ctl.decide(make_snap(iteration=8, now_s=12.0, arrived_tokens=60_000))
     inputs = dict(d.inputs)
     assert inputs["arrival_tok_s"] == pytest.approx(30_000)
-    # 30 tok/ms: c >= 30 (10 + 0.02 c) -> c >= 750 -> 768
-    assert d.chunk_tokens == 768
+    assert inputs["demand_tok_s"] == pytest.approx(30_000)  # no backlog: arrivals only
 
 
 def test_observe_feeds_every_measurement_to_alp():
@@ -191,7 +208,8 @@ def test_each_variant_runs_its_rule_in_each_loop():
 @pytest.mark.parametrize("make", [ours, paper])
 def test_hold_keeps_the_decision_but_rises_to_the_safety_floor(make):
     ctl = make(pp=2)  # decides at iterations 0, 4, 8, ...; holds in between
-    first = ctl.decide(make_snap(iteration=0, queue=[waiting(0, 99.9, 500)]))
+    # one decode per slot and no demand: every chunk's TPOT ties, the first (smallest) wins
+    first = ctl.decide(make_snap(iteration=0, queue=[waiting(0, 99.9, 500)], decodes=(1,) * 4))
     assert first.chunk_tokens == 128
     # a slot's decodes jump to 200 between two decisions: 128 would carry no prefill
     held = ctl.decide(make_snap(iteration=1, decodes=(0, 200, 0, 0)))

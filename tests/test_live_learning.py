@@ -1,10 +1,15 @@
 """Live (real SGLang 0.5.23, CPU, --pp-size 2): the controller learns the server and honours the
 user's choices (issue 18).
 
-Two servers with the same tiny model, `predictive` chunking, the built-in (A100) profile and the
-candidates 8..128; the same load; a loose TPOT SLO, then a tight one. Each server is shared by
-every assertion (module-scoped); the figures are printed (`pytest -s`) and recorded in
-bench/predictor.md. Skipped only when the SGLang venv (scripts/setup_sglang_cpu.sh) is absent.
+Three servers with the same tiny model, `predictive` chunking, the built-in (A100) profile and
+the candidates 8..128, under the same load: SGLang's default loop with a loose TPOT SLO (ALP
+learning the server), then --enable-mixed-chunk with a loose and a tight TPOT SLO (the SLO
+response: in a mixed loop a smaller chunk shortens the stage every decode rides in, so a tight
+TPOT means a smaller chunk; in the default loop it does not -- every prefill turn is a lost
+decode turn, so there the least steady-state TPOT wins, tests/test_dcp_predictive.py). Each
+server is shared by every assertion (module-scoped); the figures are printed (`pytest -s`) and
+recorded in bench/predictor.md. Skipped only when the SGLang venv
+(scripts/setup_sglang_cpu.sh) is absent.
 """
 
 from __future__ import annotations
@@ -67,15 +72,16 @@ class Run:
         return [r for r in self.rank0("stage") if r.get("alp_ms") is not None]
 
 
-def serve(model, tmp, tpot_slo_ms: float) -> Run:
+def serve(model, tmp, tpot_slo_ms: float, *, mixed: bool) -> Run:
     log = tmp / "decisions.jsonl"
     env = {**{k: "" for k in os.environ if k.startswith("PPSCHED_")},
            "PPSCHED_CHUNK": "predictive", "PPSCHED_CANDIDATES": ",".join(map(str, CANDIDATES)),
            "PPSCHED_SLO_TTFT_MS": "60000", "PPSCHED_SLO_TPOT_MS": f"{tpot_slo_ms:.3f}",
            "PPSCHED_DECISION_LOG": str(log)}
     port = free_port(PORTS.start, PORTS.stop - 1)
-    server = launch(PY, cpu_args(model, port, chunk=2 * max(CANDIDATES)), tmp / "server.log",
-                    env=env)
+    extra = ("--enable-mixed-chunk",) if mixed else ()
+    server = launch(PY, cpu_args(model, port, chunk=2 * max(CANDIDATES), extra=extra),
+                    tmp / "server.log", env=env)
     try:
         records, _ = replay(server.url, workload(), ReplayOptions(concurrency=40))
     finally:
@@ -92,8 +98,13 @@ def model(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def plain(model, tmp_path_factory):
+    return serve(model, tmp_path_factory.mktemp("plain"), LOOSE_TPOT_MS, mixed=False)
+
+
+@pytest.fixture(scope="module")
 def loose(model, tmp_path_factory):
-    return serve(model, tmp_path_factory.mktemp("loose"), LOOSE_TPOT_MS)
+    return serve(model, tmp_path_factory.mktemp("loose"), LOOSE_TPOT_MS, mixed=True)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +114,8 @@ def tight(model, loose, tmp_path_factory):
     periods = [r["inputs"]["period_ms"] for r in loose.rank0("decision")
                if r["chunk"] == max(CANDIDATES)]
     assert periods, "the loose run never chose the largest candidate"
-    return serve(model, tmp_path_factory.mktemp("tight"), 0.5 * float(np.median(periods)))
+    return serve(model, tmp_path_factory.mktemp("tight"), 0.5 * float(np.median(periods)),
+                 mixed=True)
 
 
 def ape(predicted: float, measured: float) -> float:
@@ -131,8 +143,8 @@ def curve(run: Run, step: int = 50) -> list[tuple[int, float, float]]:
             for i in range(0, len(stages), step)]
 
 
-def test_no_request_failed(loose, tight):
-    assert loose.failed == 0 and tight.failed == 0
+def test_no_request_failed(plain, loose, tight):
+    assert plain.failed == 0 and loose.failed == 0 and tight.failed == 0
 
 
 def report(run: Run, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,18 +165,16 @@ def report(run: Run, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return alp, ref, ratio
 
 
-@pytest.mark.parametrize("which", ["loose", "tight"])
-def test_alp_level_matches_the_server(loose, tight, which):
+def test_alp_level_matches_the_server(plain):
     # The A100 profile starts ~10^4x off this CPU server (first line printed). Stuck on a
     # profile, ALP was 2.8x / 0.33x off (issue 18); learned, its median ratio to the measured
     # stage is near 1 even where the stage times themselves scatter.
-    _, _, ratio = report({"loose": loose, "tight": tight}[which], which)
+    _, _, ratio = report(plain, "default loop")
     assert 1 / 1.5 <= np.median(ratio) <= 1.5
 
 
-@pytest.mark.parametrize("which", ["loose", "tight"])
-def test_alp_mape_after_warmup(loose, tight, which):
-    alp, ref, _ = report({"loose": loose, "tight": tight}[which], which)
+def test_alp_mape_after_warmup(plain):
+    alp, ref, _ = report(plain, "default loop")
     if ref.mean() > 15.0:
         # The shared 2-core dev box under other engineers' load: identical batches differ by
         # more than 15% on average, which no predictor can beat. Not a pass.
@@ -186,10 +196,14 @@ def test_tight_tpot_slo_makes_predictive_choose_smaller_chunks(loose, tight):
     print(f"tight decisions: {reasons.most_common(4)}")
     assert np.median(ti) < np.median(lo)
     assert np.mean(ti) < np.mean(lo)
+    # Not asserted: that the measured TPOT falls. On this CPU backend it need not: a mixed
+    # batch runs each decode as its own extend (~5-7 ms each here, ~1 ms in a decode batch), so
+    # a 32-token mixed stage is not much shorter than a 128-token one and needs 4x the turns
+    # (measured in bench/predictor.md; ALP has no feature for it).
 
 
-def test_candidates_below_128_are_used(loose, tight):
-    for run in (loose, tight):
+def test_candidates_below_128_are_used(plain, loose, tight):
+    for run in (plain, loose, tight):
         assert set(run.applied_chunks()) <= set(CANDIDATES)
         assert all(r["chunk"] in CANDIDATES for r in run.rank0("decision"))
     small = [c for c in tight.applied_chunks() if c < 128]

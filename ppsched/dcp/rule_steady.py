@@ -9,7 +9,10 @@ steady-state TPOT (``steady_tpot``): the smallest chunk is best only when a stag
 cost, and a 128-token prefill stage costs about as much as a 30-request decode stage, so 128-token
 chunks need twice the turns of 256-token ones, each a lost decode turn. No KV-watermark shrink:
 smaller chunks mean more lost decode turns, and the engine's admission already waits for KV.
-No decode load known yet (or demand infinite): the paper's smallest-feasible choice.
+Nothing meets the per-stage cap but decodes run: still the least steady-state TPOT (measured live:
+falling back to the smallest chunk multiplied the lost decode turns and TPOT with them). Nothing
+decodes: the largest chunk meeting the cap (no decode turn to lose; the most prefill for TTFT).
+A request already late (demand infinite) or no chunk keeping up: the largest meeting the cap.
 """
 
 from __future__ import annotations
@@ -82,25 +85,31 @@ class SteadyRule:
         pp = self.pp
         tpot_cap = self.k.tpot_margin * self.slo.tpot_ms
         demand = backlog_demand(snap, self.slo, self.k.wait_fraction, fcfs=True) + arrival_tok_s
-        feasible, meets_tpot = smallest_feasible(costs.prefill, costs.stage_ms, pp, tpot_cap,
-                                                 demand, per_period=1)
+        _, meets_tpot = smallest_feasible(costs.prefill, costs.stage_ms, pp, tpot_cap, demand,
+                                          per_period=1)
         tpot_est = [math.nan] * len(candidates)
-        if meets_tpot < 0:
-            idx, reason = 0, "tpot-infeasible:min"
-        elif costs.decode_ms > 0 and demand < INF:
+        pool: list[int] = []
+        if costs.decode_ms > 0 and demand < INF:
             tpot_est = steady_tpot(costs.prefill, costs.stage_ms, costs.decode_ms,
                                    demand / 1000.0, pp, lost_turn=True)
             keep_up = [i for i, t in enumerate(tpot_est) if t < INF]
             within = [i for i in keep_up if tpot_est[i] <= tpot_cap]
-            pool = within or keep_up  # TPOT tight everywhere: the least-TPOT chunk is the best bet
-            if pool:
-                idx = min(pool, key=tpot_est.__getitem__)
-                reason = "feasible:min-tpot" if within else "tpot-tight:min-tpot"
-            else:
-                idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
-        elif feasible:
-            idx, reason = feasible[0], "feasible:smallest"
-        else:
+            # TPOT tight everywhere, even when no single stage meets the cap: the least-TPOT
+            # chunk is the best bet -- not the smallest, whose many prefill turns are each a
+            # lost decode turn
+            pool = within or keep_up
+        if pool:
+            # ties (no demand: every chunk's TPOT is pp decode stages) to the smallest chunk,
+            # not to float noise
+            idx = min(pool, key=lambda i: (round(tpot_est[i], 9), i))
+            reason = "feasible:min-tpot" if pool is within else "tpot-tight:min-tpot"
+        elif meets_tpot < 0:
+            idx, reason = 0, "tpot-infeasible:min"
+        elif costs.decode_ms <= 0:
+            # nothing decodes: no decode turn to lose, so the most prefill per period (TTFT)
+            # among the chunks whose period keeps the coming decodes within the cap
+            idx, reason = meets_tpot, "no-decodes:largest-meeting-tpot"
+        else:  # a request already late, or no chunk keeps up: drain as fast as TPOT allows
             idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
         return Choice(idx, reason, costs, (
             ("demand_tok_s", demand), ("arrival_tok_s", arrival_tok_s), ("tpot_cap_ms", tpot_cap),

@@ -133,7 +133,7 @@ def start(python: Path, args: list[str], log_path: Path, env: dict[str, str] | N
     """Start ``python -m sglang.launch_server args`` without waiting (e.g. a second node)."""
     port = int(args[args.index("--port") + 1])
     cpu = {} if os.environ.get("PPSCHED_LIVE_GPU") == "1" else \
-        {"SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
+        {"SGLANG_USE_CPU_ENGINE": "1", "SGLANG_CPU_OMP_THREADS_BIND": "0|1", "OMP_NUM_THREADS": "1"}
     full_env = {**os.environ, **cpu, **(env or {})}
     fh = log_path.open("w")
     proc = subprocess.Popen([str(python), "-m", "sglang.launch_server", *args], cwd="/",

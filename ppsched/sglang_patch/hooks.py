@@ -137,8 +137,13 @@ def _after_init_refused(result, sched) -> None:
         from sglang.srt.runtime_context import get_parallel
 
         rank = int(get_parallel().pp_rank)
-        _metrics_or_none(rank)
-        _report(_agreement(), False, f"PP rank {rank}: {_OFF_REASON}"[:400])
+        metrics = _metrics_or_none(rank)
+        reason = f"PP rank {rank}: {_OFF_REASON}"[:400]
+        _report(_agreement(), False, reason)
+        if _CFG is not None and _CFG.decision_log and metrics is not None:
+            log = DecisionLog(_CFG.decision_log, rank, metrics)  # the log says why, too
+            log.write("disabled", iteration=-1, reason=reason)
+            log.flush()
     except Exception as exc:  # noqa: BLE001
         logger.warning("ppsched: could not report the refusal (%r)", exc)
     return None
