@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, gt
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import (
@@ -28,9 +29,11 @@ MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
 _BY_ARRIVAL = attrgetter("arrival_s", "req_id")
 _RID = attrgetter("rid")
+_N_OUT = attrgetter("n_out")
+_consume = deque(maxlen=0).extend  # runs a map to its end in C
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: `in`/`==` on lists of them stay in C
 class _Times:
     req_id: int
     arrival_s: float
@@ -69,6 +72,34 @@ class RequestClock:
     def observe(self, req, now_s: float) -> _Times:
         """Update a request's token times from its output count; record TTFT/TPOT samples."""
         return self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
+
+    def observe_unfinished(self, reqs: Sequence, now_s: float) -> list[_Times]:
+        """``[self.observe(r, now_s) for r in reqs]`` for requests the caller knows are unfinished
+        (none is forgotten here), with distinct rids (SGLang refuses a duplicate rid). On a
+        slot's decode step -- every request tracked, each showing more tokens than last seen and
+        none its first -- the same writes (``n_out``, the token time) go through ``map`` in C
+        instead of a call per request; any other case takes the per-request path."""
+        times = list(map(self._times.get, map(_RID, reqs)))
+        outs = fast_scan.output_lens(reqs)
+        if None not in times:
+            seen = list(map(_N_OUT, times))
+            if outs == seen:  # nothing new: observe would change nothing
+                return times
+            if all(seen) and all(map(gt, outs, seen)):
+                _consume(map(setattr, times, repeat("n_out"), outs))
+                _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
+                return times
+        return [self.observe_counts(req, len(req.origin_input_ids), n, now_s)
+                for req, n in zip(reqs, outs, strict=True)]
+
+    def track(self, reqs: Sequence, now_s: float) -> None:
+        """Arrive every request of ``reqs`` the clock does not know yet, in order (what
+        ``queued`` does for each), without building their queue entries."""
+        get = self._times.get
+        if None in map(get, map(_RID, reqs)):
+            for req in reqs:
+                if get(req.rid) is None:
+                    self.arrive(req.rid, len(req.origin_input_ids), now_s)
 
     def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         """``observe`` with the request's prompt and output lengths already read."""
@@ -173,16 +204,22 @@ def decoding_request(req, clock: RequestClock, now_s: float) -> DecodingRequest:
 def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
                       ) -> tuple[list[DecodingRequest], list[tuple[str, _Times]]]:
     """``[decoding_request(r) for r in reqs]`` ordered by arrival, and each request's
-    (rid, times) in ``reqs`` order."""
-    out, rids = [], []
-    lens = zip(reqs, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
-    for req, prompt, n in lens:
-        t = clock.observe_counts(req, prompt, n, now_s)
-        rids.append((req.rid, t))
+    (rid, times) in ``reqs`` order. ``reqs`` must be unfinished."""
+    times = clock.observe_unfinished(reqs, now_s)
+    return decoding_from_times(reqs, times, now_s), list(zip(map(_RID, reqs), times, strict=True))
+
+
+def decoding_from_times(reqs: Sequence, times: Sequence[_Times], now_s: float
+                        ) -> list[DecodingRequest]:
+    """The decode-set entries of ``reqs`` (already observed at ``now_s``, ``times`` in the same
+    order), oldest first."""
+    out = []
+    lens = zip(times, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
+    for t, prompt, n in lens:
         first, last = (t.first_token_s, t.last_token_s) if t.n_out else (now_s, now_s)
         out.append(_decoding(t.req_id, t.arrival_s, prompt + n, n, first, last, t.held_streak))
     out.sort(key=_BY_ARRIVAL)
-    return out, rids
+    return out
 
 
 _new = object.__new__
