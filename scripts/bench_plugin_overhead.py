@@ -176,12 +176,16 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
             return out
         return wrapper
 
-    saved = (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
-             translate.decode_snapshot_and_rids)
-    translate.chunk_snapshot = timed("queue view + remaining-token total", saved[0])
-    translate.slot_loads = timed("slot loads (every running/held request)", saved[1])
-    decide_mod._slot_decode_set = timed("decode set of the slot", saved[2])
-    translate.decode_snapshot_and_rids = timed("decode snapshot (observe + build)", saved[3])
+    from ppsched.sglang_patch import stage_feed
+
+    patched = [(decide_mod, "_decide_chunk", "chunk: lazy snapshot + decide + log"),
+               (decide_mod, "_decide_holds", "DS: decode set + observe + settle/select"),
+               (decide_mod, "_slot_decode_set", "  decode set of the slot"),
+               (translate.RequestClock, "observe_unfinished", "  observe the decode set"),
+               (stage_feed, "record", "stage record (log + ALP)")]
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patched]
+    for owner, attr, name in patched:
+        setattr(owner, attr, timed(name, getattr(owner, attr)))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
@@ -201,8 +205,8 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
                 turn(st, sched, decide_mod.decide, pp)
                 spent.setdefault("WHOLE TURN", []).append(1e6 * (time.perf_counter() - t))
     finally:
-        (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
-         translate.decode_snapshot_and_rids) = saved
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
     return {name: statistics.median(v) * len(v) / turns for name, v in spent.items()}
 
 

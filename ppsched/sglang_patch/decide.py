@@ -150,8 +150,8 @@ def _decide_holds(st, sched, mbs, reads: TurnReads, now, kv_free, kv_total):
     if len(running) + len(held) < 2:
         return ()
     clock = st.clock
-    run_times = clock.observe_unfinished(running, now)
-    held_times = clock.observe_unfinished(held, now)
+    run_times = clock.observe_unfinished(running, now, ("running", slot))
+    held_times = clock.observe_unfinished(held, now, ("held", slot))
     settled = getattr(st.trimmer, "settled_reason", None)
     reason = settled(len(running) + len(held), reads.live_counts,
                      kv_free / kv_total if kv_total else 0.0, reads.waiting_exceeds) \
@@ -160,8 +160,8 @@ def _decide_holds(st, sched, mbs, reads: TurnReads, now, kv_free, kv_total):
     if reason is None:  # the trimmer reads the requests: build them
         snap = DecodeSnapshot(
             now_s=now, slot=slot, pp_size=st.slots,
-            running=tuple(translate.decoding_from_times(running, run_times, now)),
-            held=tuple(translate.decoding_from_times(held, held_times, now)),
+            running=tuple(translate.decoding_from_times(running, run_times, now, clock)),
+            held=tuple(translate.decoding_from_times(held, held_times, now, clock)),
             slot_sizes=tuple(reads.live_counts()), kv_free_tokens=int(kv_free),
             kv_total_tokens=int(kv_total),
             queued_requests=len(reads.waiting), queued_prompt_tokens=reads.waiting_tokens(),

@@ -2,7 +2,7 @@
 
 Every record carries ``t`` (unix s), ``rank`` and ``kind``; see docs/SGLANG_PLUGIN.md for kinds.
 A writer thread appends buffered lines every 50 ms, each batch with one ``os.write`` on an
-``O_APPEND`` descriptor so ranks do not interleave.
+``O_APPEND`` descriptor so ranks do not interleave, and publishes the counters to Prometheus.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class DecisionLog:
     (inside the caller's guard), never mid-run. ``write`` only appends the record to a buffer (no
     thread wake-up, ~0.1 us); a writer thread serializes and appends the buffer every
     ``FLUSH_EVERY_S``, off the scheduler's critical path. ``flush`` writes what is buffered now
-    (it also runs at exit)."""
+    (it also runs at exit). Counters reach Prometheus the same way (``PluginMetrics.publish``).
+    ``busy_s``: seconds the flushes took (the writer's work, off the turn but in this process)."""
 
     FLUSH_EVERY_S = 0.05
 
@@ -48,7 +49,8 @@ class DecisionLog:
         self._broken = False
         self._buffer: deque = deque()
         self._lock = threading.Lock()  # one writer at a time (thread or flush)
-        if self._fd is not None:
+        self.busy_s = 0.0
+        if self._fd is not None or self.metrics.exported:
             threading.Thread(target=self._loop, name=f"ppsched-log-{rank}", daemon=True).start()
             atexit.register(self.flush)
 
@@ -62,29 +64,33 @@ class DecisionLog:
         self._buffer.append((time.time(), kind, fields))
 
     def _loop(self) -> None:
-        while not self._broken:
+        while True:
             time.sleep(self.FLUSH_EVERY_S)
-            if self._buffer:
-                self.flush()
+            self.flush()
 
     def flush(self) -> None:
-        """Serialize and append every buffered record now (one ``os.write``)."""
-        if self._fd is None:
-            return
+        """Publish the counters; serialize and append every buffered record (one ``os.write``)."""
+        start = time.perf_counter()
         with self._lock:
-            lines = []
-            while self._buffer:
-                t, kind, fields = self._buffer.popleft()
-                record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
-                try:
-                    lines.append(json.dumps(_clean(record), allow_nan=False))
-                except (TypeError, ValueError) as exc:
-                    logger.error("ppsched: decision log record %r not serializable: %s", kind,
-                                 exc)
-            if not lines or self._broken:
-                return
+            self.metrics.publish()
+            if self._fd is not None:
+                self._write_buffered()
+        self.busy_s += time.perf_counter() - start
+
+    def _write_buffered(self) -> None:
+        lines = []
+        while self._buffer:
+            t, kind, fields = self._buffer.popleft()
+            record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
             try:
-                os.write(self._fd, ("\n".join(lines) + "\n").encode())
-            except OSError as exc:
-                self._broken = True  # a full disk must not stop serving
-                logger.error("ppsched: decision log write failed, logging stops: %s", exc)
+                lines.append(json.dumps(_clean(record), allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                logger.error("ppsched: decision log record %r not serializable: %s", kind,
+                             exc)
+        if not lines or self._broken:
+            return
+        try:
+            os.write(self._fd, ("\n".join(lines) + "\n").encode())
+        except OSError as exc:
+            self._broken = True  # a full disk must not stop serving
+            logger.error("ppsched: decision log write failed, logging stops: %s", exc)

@@ -12,7 +12,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from itertools import repeat
-from operator import attrgetter, gt
+from operator import attrgetter, gt, is_
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import (
@@ -56,6 +56,9 @@ class RequestClock:
         self.arrived_prompt_tokens = 0
         self._head: tuple | None = None  # head_view's last (rids, times, prompts, remaining)
         self._head_view: list[QueuedRequest] = []
+        # group -> (requests, their times, output counts, when): a decode step whose writes
+        # (n_out, last_token_s) are deferred until something reads them (``settle``)
+        self._steps: dict[object, tuple[list, list[_Times], list[int], float]] = {}
 
     def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
         t = self._times.get(rid)
@@ -66,6 +69,7 @@ class RequestClock:
             self.arrived_requests += 1
             self.arrived_prompt_tokens += prompt_tokens
             if len(self._times) > MAX_TRACKED:
+                self.settle()  # no deferred step may keep a forgotten request's times
                 self._times.popitem(last=False)
         return t
 
@@ -73,24 +77,48 @@ class RequestClock:
         """Update a request's token times from its output count; record TTFT/TPOT samples."""
         return self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
 
-    def observe_unfinished(self, reqs: Sequence, now_s: float) -> list[_Times]:
+    def observe_unfinished(self, reqs: Sequence, now_s: float, group: object = None
+                           ) -> list[_Times]:
         """``[self.observe(r, now_s) for r in reqs]`` for requests the caller knows are unfinished
-        (none is forgotten here), with distinct rids (SGLang refuses a duplicate rid). On a
-        slot's decode step -- every request tracked, each showing more tokens than last seen and
-        none its first -- the same writes (``n_out``, the token time) go through ``map`` in C
-        instead of a call per request; any other case takes the per-request path."""
-        times = list(map(self._times.get, map(_RID, reqs)))
+        (none is forgotten here), with distinct rids (SGLang refuses a duplicate rid).
+
+        A slot's decode step -- every request tracked, each showing more tokens than last seen
+        and none its first -- only sets each one's ``n_out`` and ``last_token_s``. With a
+        ``group`` (the caller's name for the set, e.g. a slot's running requests) those writes
+        are deferred: when the same requests step again the new counts are compared with the
+        deferred ones (in C) and replace them, so a steady slot costs no call and no write per
+        request; ``settle`` writes them before anything reads them. Any other case takes the
+        per-request path after settling everything."""
         outs = fast_scan.output_lens(reqs)
+        step = self._steps.get(group) if group is not None else None
+        if step is not None and len(step[0]) == len(reqs) and all(map(is_, step[0], reqs)):
+            if outs == step[2]:
+                return step[1]  # nothing new since the deferred step
+            if all(map(gt, outs, step[2])):
+                self._steps[group] = (step[0], step[1], outs, now_s)
+                return step[1]
+        self.settle()
+        times = list(map(self._times.get, map(_RID, reqs)))
         if None not in times:
             seen = list(map(_N_OUT, times))
             if outs == seen:  # nothing new: observe would change nothing
                 return times
             if all(seen) and all(map(gt, outs, seen)):
-                _consume(map(setattr, times, repeat("n_out"), outs))
-                _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
+                self._steps[group] = (list(reqs), times, outs, now_s)
+                if group is None:
+                    self.settle()
                 return times
         return [self.observe_counts(req, len(req.origin_input_ids), n, now_s)
                 for req, n in zip(reqs, outs, strict=True)]
+
+    def settle(self) -> None:
+        """Write every deferred decode step into its requests' times (the writes ``observe``
+        would have made, in the same order)."""
+        if self._steps:
+            for _, times, outs, now_s in self._steps.values():
+                _consume(map(setattr, times, repeat("n_out"), outs))
+                _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
+            self._steps.clear()
 
     def track(self, reqs: Sequence, now_s: float) -> None:
         """Arrive every request of ``reqs`` the clock does not know yet, in order (what
@@ -103,6 +131,7 @@ class RequestClock:
 
     def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         """``observe`` with the request's prompt and output lengths already read."""
+        self.settle()
         t = self._times.get(req.rid) or self.arrive(req.rid, prompt, now_s)
         if n > t.n_out:
             if t.n_out == 0:
@@ -143,6 +172,7 @@ class RequestClock:
         return list(view)
 
     def get(self, rid: str) -> _Times | None:
+        self.settle()
         return self._times.get(rid)
 
     def __len__(self) -> int:
@@ -206,13 +236,15 @@ def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
     """``[decoding_request(r) for r in reqs]`` ordered by arrival, and each request's
     (rid, times) in ``reqs`` order. ``reqs`` must be unfinished."""
     times = clock.observe_unfinished(reqs, now_s)
-    return decoding_from_times(reqs, times, now_s), list(zip(map(_RID, reqs), times, strict=True))
+    return (decoding_from_times(reqs, times, now_s, clock),
+            list(zip(map(_RID, reqs), times, strict=True)))
 
 
-def decoding_from_times(reqs: Sequence, times: Sequence[_Times], now_s: float
-                        ) -> list[DecodingRequest]:
+def decoding_from_times(reqs: Sequence, times: Sequence[_Times], now_s: float,
+                        clock: RequestClock) -> list[DecodingRequest]:
     """The decode-set entries of ``reqs`` (already observed at ``now_s``, ``times`` in the same
-    order), oldest first."""
+    order, from ``clock``), oldest first."""
+    clock.settle()
     out = []
     lens = zip(times, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
     for t, prompt, n in lens:
