@@ -30,6 +30,7 @@ RECENT = 64  # recent TTFT/TPOT/stage samples kept
 _BY_ARRIVAL = attrgetter("arrival_s", "req_id")
 _RID = attrgetter("rid")
 _N_OUT = attrgetter("n_out")
+_STEP = attrgetter("step")
 _consume = deque(maxlen=0).extend  # runs a map to its end in C
 
 
@@ -42,6 +43,7 @@ class _Times:
     last_token_s: float = float("nan")
     held_streak: int = 0
     queued: QueuedRequest | None = None  # its last queue entry, reused while unchanged
+    step: object = None  # the group of the deferred decode step that holds it, if any
 
 
 class RequestClock:
@@ -89,6 +91,8 @@ class RequestClock:
         deferred ones (in C) and replace them, so a steady slot costs no call and no write per
         request; ``settle`` writes them before anything reads them. Any other case takes the
         per-request path after settling everything."""
+        if not reqs:
+            return []
         outs = fast_scan.output_lens(reqs)
         step = self._steps.get(group) if group is not None else None
         if step is not None and len(step[0]) == len(reqs) and all(map(is_, step[0], reqs)):
@@ -97,28 +101,41 @@ class RequestClock:
             if all(map(gt, outs, step[2])):
                 self._steps[group] = (step[0], step[1], outs, now_s)
                 return step[1]
-        self.settle()
         times = list(map(self._times.get, map(_RID, reqs)))
-        if None not in times:
-            seen = list(map(_N_OUT, times))
-            if outs == seen:  # nothing new: observe would change nothing
-                return times
-            if all(seen) and all(map(gt, outs, seen)):
-                self._steps[group] = (list(reqs), times, outs, now_s)
-                if group is None:
-                    self.settle()
-                return times
-        return [self.observe_counts(req, len(req.origin_input_ids), n, now_s)
+        if None in times:
+            self.settle()
+            return [self.observe_counts(req, len(req.origin_input_ids), n, now_s)
+                    for req, n in zip(reqs, outs, strict=True)]
+        # the deferred steps holding any of these requests, and this group's own, are written
+        # first (a request is in at most one step: the one its ``step`` names)
+        for pending in {*map(_STEP, times), group} - {None}:
+            self._settle_step(pending)
+        seen = list(map(_N_OUT, times))
+        if outs == seen:  # nothing new: observe would change nothing
+            return times
+        if all(seen) and all(map(gt, outs, seen)):
+            self._steps[group] = (list(reqs), times, outs, now_s)
+            if group is None:
+                self._settle_step(None)
+            else:
+                _consume(map(setattr, times, repeat("step"), repeat(group, len(times))))
+            return times
+        # these requests' steps are written: the per-request path needs nothing else settled
+        return [self._observe_counts(req, len(req.origin_input_ids), n, now_s)
                 for req, n in zip(reqs, outs, strict=True)]
+
+    def _settle_step(self, group: object) -> None:
+        step = self._steps.pop(group, None)
+        if step is not None:
+            _, times, outs, now_s = step
+            _consume(map(setattr, times, repeat("n_out"), outs))
+            _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
 
     def settle(self) -> None:
         """Write every deferred decode step into its requests' times (the writes ``observe``
         would have made, in the same order)."""
-        if self._steps:
-            for _, times, outs, now_s in self._steps.values():
-                _consume(map(setattr, times, repeat("n_out"), outs))
-                _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
-            self._steps.clear()
+        while self._steps:
+            self._settle_step(next(iter(self._steps)))
 
     def track(self, reqs: Sequence, now_s: float) -> None:
         """Arrive every request of ``reqs`` the clock does not know yet, in order (what
@@ -132,6 +149,9 @@ class RequestClock:
     def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         """``observe`` with the request's prompt and output lengths already read."""
         self.settle()
+        return self._observe_counts(req, prompt, n, now_s)
+
+    def _observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         t = self._times.get(req.rid) or self.arrive(req.rid, prompt, now_s)
         if n > t.n_out:
             if t.n_out == 0:
