@@ -90,11 +90,18 @@ def _decide_chunk(st: PluginState, reads: TurnReads, kv_free: int, kv_total: int
     st.log.count("decisions")
     # queued_tokens: logged when a policy read it this turn (summing a long queue every turn
     # only for the log would cost more than the whole turn; queued is always exact)
-    st.log.write("decision", iteration=st.iteration, slot=st.slot, chunk=chunk,
-                 chunk_raw=int(decision.chunk_tokens), reason=decision.reason,
-                 inputs=dict(decision.inputs), predicted_ms=predicted,
-                 queued=snap.queued_requests, queued_tokens=reads.known_queued_tokens())
+    st.log.write_later("decision", _decision_fields, st.iteration, st.slot, chunk, decision,
+                       snap.queued_requests, reads.known_queued_tokens())
     return chunk, predicted, [decision.reason]
+
+
+def _decision_fields(iteration: int, slot: int, chunk: int, decision, queued: int,
+                     queued_tokens: int | None) -> dict:
+    """The ``decision`` record (made by the decision log's writer thread)."""
+    return dict(iteration=iteration, slot=slot, chunk=chunk,
+                chunk_raw=int(decision.chunk_tokens), reason=decision.reason,
+                inputs=dict(decision.inputs), predicted_ms=decision.predicted_stage_ms,
+                queued=queued, queued_tokens=queued_tokens)
 
 
 def _kv_free_tokens(sched) -> int:

@@ -61,7 +61,14 @@ class DecisionLog:
         """Buffer one record (the caller must not mutate what it passes afterwards)."""
         if self._fd is None or self._broken:
             return
-        self._buffer.append((time.time(), kind, fields))
+        self._buffer.append((time.time(), kind, fields, None))
+
+    def write_later(self, kind: str, build, *args) -> None:
+        """Buffer one record whose fields ``build(*args)`` makes in the writer thread, off the
+        turn (``args`` must be immutable: frozen records, numbers, strings, tuples)."""
+        if self._fd is None or self._broken:
+            return
+        self._buffer.append((time.time(), kind, args, build))
 
     def _loop(self) -> None:
         while True:
@@ -80,11 +87,13 @@ class DecisionLog:
     def _write_buffered(self) -> None:
         lines = []
         while self._buffer:
-            t, kind, fields = self._buffer.popleft()
-            record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
+            t, kind, fields, build = self._buffer.popleft()
             try:
+                if build is not None:
+                    fields = build(*fields)
+                record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
                 lines.append(json.dumps(_clean(record), allow_nan=False))
-            except (TypeError, ValueError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a bad record is dropped, never the log
                 logger.error("ppsched: decision log record %r not serializable: %s", kind,
                              exc)
         if not lines or self._broken:

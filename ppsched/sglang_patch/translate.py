@@ -61,6 +61,8 @@ class RequestClock:
         # group -> (requests, their times, output counts, when): a decode step whose writes
         # (n_out, last_token_s) are deferred until something reads them (``settle``)
         self._steps: dict[object, tuple[list, list[_Times], list[int], float]] = {}
+        self.forgotten = 0  # requests dropped so far (finished or evicted)
+        self._tracked: tuple[list, int] = ([], 0)  # track's last requests, at ``forgotten``
 
     def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
         t = self._times.get(rid)
@@ -73,6 +75,7 @@ class RequestClock:
             if len(self._times) > MAX_TRACKED:
                 self.settle()  # no deferred step may keep a forgotten request's times
                 self._times.popitem(last=False)
+                self.forgotten += 1
         return t
 
     def observe(self, req, now_s: float) -> _Times:
@@ -139,7 +142,12 @@ class RequestClock:
 
     def track(self, reqs: Sequence, now_s: float) -> None:
         """Arrive every request of ``reqs`` the clock does not know yet, in order (what
-        ``queued`` does for each), without building their queue entries."""
+        ``queued`` does for each), without building their queue entries. The same requests as
+        last time, with nothing forgotten since, are all known: nothing to look up."""
+        last, forgotten = self._tracked
+        if forgotten == self.forgotten and len(last) == len(reqs) and all(map(is_, last, reqs)):
+            return
+        self._tracked = (list(reqs), self.forgotten)
         get = self._times.get
         if None in map(get, map(_RID, reqs)):
             for req in reqs:
@@ -163,7 +171,8 @@ class RequestClock:
             if t.n_out >= 2:
                 self.recent_tpot_ms.append(
                     1000.0 * (t.last_token_s - t.first_token_s) / (t.n_out - 1))
-            self._times.pop(req.rid, None)
+            if self._times.pop(req.rid, None) is not None:
+                self.forgotten += 1
         return t
 
     def queued(self, rid: str, prompt: int, remaining: int, now_s: float) -> QueuedRequest:
