@@ -21,6 +21,18 @@ from ppsched.sglang_patch.metrics import PluginMetrics
 logger = logging.getLogger("ppsched.sglang_patch")
 
 
+_ENCODE = json.JSONEncoder(allow_nan=False).encode  # json.dumps with options builds one a call
+
+
+def _line(record: dict) -> str:
+    """The record's JSON, NaN/inf as null. Records rarely carry one: the walk that replaces
+    them runs only when the encoder refuses a record."""
+    try:
+        return _ENCODE(record)
+    except ValueError:
+        return _ENCODE(_clean(record))
+
+
 def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -37,9 +49,14 @@ class DecisionLog:
     thread wake-up, ~0.1 us); a writer thread serializes and appends the buffer every
     ``FLUSH_EVERY_S``, off the scheduler's critical path. ``flush`` writes what is buffered now
     (it also runs at exit). Counters reach Prometheus the same way (``PluginMetrics.publish``).
-    ``busy_s``: seconds the flushes took (the writer's work, off the turn but in this process)."""
+    ``busy_s``: CPU seconds the flushes took (the writer's work: off the turn, in this process).
+    The writer releases the GIL every ``YIELD_EVERY`` records so it never holds the scheduler
+    thread up for long."""
 
     FLUSH_EVERY_S = 0.05
+    # Records serialized between GIL releases: the writer holds the GIL while it works, so a
+    # flush of 50 ms of records in one go would stall the scheduler thread for milliseconds.
+    YIELD_EVERY = 16
 
     def __init__(self, path: str | None, rank: int, metrics: PluginMetrics | None = None) -> None:
         self.rank = rank
@@ -77,22 +94,24 @@ class DecisionLog:
 
     def flush(self) -> None:
         """Publish the counters; serialize and append every buffered record (one ``os.write``)."""
-        start = time.perf_counter()
+        start = time.thread_time()
         with self._lock:
             self.metrics.publish()
             if self._fd is not None:
                 self._write_buffered()
-        self.busy_s += time.perf_counter() - start
+        self.busy_s += time.thread_time() - start
 
     def _write_buffered(self) -> None:
         lines = []
         while self._buffer:
+            if len(lines) % self.YIELD_EVERY == self.YIELD_EVERY - 1:
+                time.sleep(0)  # let the scheduler thread take the GIL between small batches
             t, kind, fields, build = self._buffer.popleft()
             try:
                 if build is not None:
                     fields = build(*fields)
                 record = {"t": round(t, 6), "rank": self.rank, "kind": kind, **fields}
-                lines.append(json.dumps(_clean(record), allow_nan=False))
+                lines.append(_line(record))
             except Exception as exc:  # noqa: BLE001 - a bad record is dropped, never the log
                 logger.error("ppsched: decision log record %r not serializable: %s", kind,
                              exc)
