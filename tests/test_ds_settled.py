@@ -7,9 +7,10 @@ past the headroom rule and asks about the queue at most once, for DS's own thres
 
 import random
 
+from test_ds_support import req, snap
+
 from ppsched.delay_sched.ladder import BoundaryLadder
 from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
-from tests.test_ds_support import req, snap
 
 
 def test_settled_reason_matches_select_on_random_snapshots():
