@@ -30,16 +30,19 @@ class _Arrival:
 
 
 def decide(st: PluginState, sched, pulled: list) -> PpschedDecision | None:
-    from sglang.srt.managers.io_struct import TokenizedGenerateReqInput
-
     now = st.now()
     clock = st.clock
     arrivals = []
-    for item in pulled:
-        if isinstance(item, TokenizedGenerateReqInput) and item.input_ids is not None:
-            clock.arrive(item.rid, len(item.input_ids), now)
-            arrivals.append(_Arrival(item.rid, item.input_ids))
-    waiting = list(sched.waiting_queue) + arrivals
+    if pulled:
+        from sglang.srt.managers.io_struct import TokenizedGenerateReqInput
+
+        for item in pulled:
+            if isinstance(item, TokenizedGenerateReqInput) and item.input_ids is not None:
+                clock.arrive(item.rid, len(item.input_ids), now)
+                arrivals.append(_Arrival(item.rid, item.input_ids))
+    # SGLang's own list when nothing joins it: nothing changes it while rank 0 decides
+    queue = sched.waiting_queue
+    waiting = queue if not arrivals and type(queue) is list else list(queue) + arrivals
     chunked = sched.chunked_req
     mbs = getattr(sched, "running_mbs", None) or [sched.running_batch]
     slot_reqs = []

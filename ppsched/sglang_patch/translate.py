@@ -347,10 +347,10 @@ def batch_shape(is_decode: bool, prefix_lens: Sequence[int] | None,
     with extend length 1.
     """
     if is_decode:
-        lens = [int(s) for s in (seq_lens or ())]
+        lens = list(map(int, seq_lens or ()))
         return BatchShape(decode_count=len(lens), decode_ctx_sum=sum(lens))
-    prefixes = [int(p) for p in (prefix_lens or ())]
-    extends = [int(e) for e in (extend_lens or ())]
+    prefixes = list(map(int, prefix_lens or ()))
+    extends = list(map(int, extend_lens or ()))
     n_pre = len(extends) - num_decode_in_mixed
     pieces = tuple((p, e) for p, e in zip(prefixes[:n_pre], extends[:n_pre], strict=True)
                    if e > 0)
