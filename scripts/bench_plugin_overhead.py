@@ -7,6 +7,10 @@ per microbatch turn on the deciding rank, timed together.
     python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4] [--components]
 Run it with the SGLang venv's python to include Prometheus (it prints whether it did).
 Budget (issue 16): <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
+
+The decision log's writer thread serializes the records and publishes the counters every 50 ms,
+off the turn but in the same process: its cost per turn (``DecisionLog.busy_s`` over the timed
+turns, the last flush included) is printed next to the turn's figures.
 """
 
 from __future__ import annotations
@@ -149,15 +153,19 @@ def measure(waiting: int, running: int, pp: int, turns: int) -> dict:
         for _ in range(50):  # warm-up (first snapshots, ALP's first fits)
             turn(st, sched, decide, pp)
         times = []
+        st.log.flush()
+        writer_s = st.log.busy_s
         for _ in range(turns):
             for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:  # decoding goes on
                 r.output_ids.append(7)
             t = time.perf_counter()
             turn(st, sched, decide, pp)
             times.append(1e6 * (time.perf_counter() - t))
+        st.log.flush()  # what the writer thread has left to do for these turns
+        writer_us = 1e6 * (st.log.busy_s - writer_s) / turns
     times.sort()
     return {"mean": statistics.fmean(times), "p50": times[len(times) // 2],
-            "p99": times[int(0.99 * len(times))]}
+            "p99": times[int(0.99 * len(times))], "writer": writer_us}
 
 
 def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, float]:
@@ -176,12 +184,16 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
             return out
         return wrapper
 
-    saved = (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
-             translate.decode_snapshot_and_rids)
-    translate.chunk_snapshot = timed("queue view + remaining-token total", saved[0])
-    translate.slot_loads = timed("slot loads (every running/held request)", saved[1])
-    decide_mod._slot_decode_set = timed("decode set of the slot", saved[2])
-    translate.decode_snapshot_and_rids = timed("decode snapshot (observe + build)", saved[3])
+    from ppsched.sglang_patch import stage_feed
+
+    patched = [(decide_mod, "_decide_chunk", "chunk: lazy snapshot + decide + log"),
+               (decide_mod, "_decide_holds", "DS: decode set + observe + settle/select"),
+               (decide_mod, "_slot_decode_set", "  decode set of the slot"),
+               (translate.RequestClock, "observe_unfinished", "  observe the decode set"),
+               (stage_feed, "record", "stage record (log + ALP)")]
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patched]
+    for owner, attr, name in patched:
+        setattr(owner, attr, timed(name, getattr(owner, attr)))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
@@ -201,8 +213,8 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
                 turn(st, sched, decide_mod.decide, pp)
                 spent.setdefault("WHOLE TURN", []).append(1e6 * (time.perf_counter() - t))
     finally:
-        (translate.chunk_snapshot, translate.slot_loads, decide_mod._slot_decode_set,
-         translate.decode_snapshot_and_rids) = saved
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
     return {name: statistics.median(v) * len(v) / turns for name, v in spent.items()}
 
 
@@ -231,7 +243,8 @@ def main() -> None:
     for waiting, running in cases:
         r = measure(waiting, running or 1, a.pp, a.turns)
         print(f"waiting {waiting:5d}  running {running:5d}:  mean {r['mean']:7.1f} us  "
-              f"p50 {r['p50']:7.1f} us  p99 {r['p99']:7.1f} us")
+              f"p50 {r['p50']:7.1f} us  p99 {r['p99']:7.1f} us   + writer thread "
+              f"{r['writer']:5.1f} us/turn")
         if a.components:
             for name, us in components(waiting, running or 1, a.pp, a.turns).items():
                 print(f"    {name:40s} {us:7.1f} us/turn")

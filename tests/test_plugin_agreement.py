@@ -172,7 +172,12 @@ def test_counters_and_gauge_exist_from_start_at_zero():
     assert 'ppsched_enabled{pp_rank="7"} 0.0' in text
     log.count("fallbacks")
     log.metrics.set_enabled(True)
+    text = generate_latest(REGISTRY).decode()  # counts reach Prometheus at the next flush
+    assert 'ppsched_fallbacks_total{pp_rank="7"} 0.0' in text
+    log.flush()  # the writer thread's job, every 50 ms and at exit
+    log.count("fallbacks", 2)
+    log.flush()
     text = generate_latest(REGISTRY).decode()
-    assert 'ppsched_fallbacks_total{pp_rank="7"} 1.0' in text
+    assert 'ppsched_fallbacks_total{pp_rank="7"} 3.0' in text
     assert 'ppsched_enabled{pp_rank="7"} 1.0' in text
-    assert log.counts["fallbacks"] == 1
+    assert log.counts["fallbacks"] == 3

@@ -1,9 +1,11 @@
 """The fast per-turn path decides exactly what the per-request (full snapshot) path decided.
 
 Two plugin states with the same policies (predictive chunk controller + DS) see the same
-randomized fake scheduler state turn after turn: one runs ``decide.decide`` (C-speed scans, slot
-loads counted once), the other the reference -- the pre-optimisation path, every total summed
-request by request. Snapshots handed to the policies, decisions and hold sets must match exactly.
+randomized fake scheduler state turn after turn: one runs ``decide.decide`` (C-speed scans, lazy
+snapshot fields, DS settled from counts when it can be), the other the reference -- the
+pre-optimisation path, every total summed and every decode-set request built each turn. The
+chunk snapshots (every field, read inside the turn), DS's reasons, the decode snapshots whenever
+the fast path builds one, decisions and hold sets must match exactly.
 """
 
 import random
@@ -23,6 +25,7 @@ from ppsched.sglang_patch.decide import _kv_free_tokens, _slot_decode_set, decid
 from ppsched.sglang_patch.decision_log import DecisionLog
 from ppsched.sglang_patch.preflight import ServerFacts, build_checked
 from ppsched.sglang_patch.state import PluginState, PpschedDecision
+from ppsched.sglang_patch.turn_reads import materialized
 
 PP = 4
 
@@ -185,9 +188,31 @@ def _state(now):
 
 
 def _recording(st, seen):
-    decide_fn, select_fn = st.controller.decide, st.trimmer.select
-    st.controller.decide = lambda snap: (seen.append(snap), decide_fn(snap))[1]
-    st.trimmer.select = lambda snap: (seen.append(snap), select_fn(snap))[1]
+    """Record the chunk snapshots (every field read while the turn is on), the decode snapshots
+    and DS's reasons: from ``select`` (reference) or the ds_decision record (fast path)."""
+    decide_fn, select_fn, write_fn = st.controller.decide, st.trimmer.select, st.log.write
+
+    def decide_rec(snap):
+        out = decide_fn(snap)
+        seen["chunk"].append(materialized(snap))
+        return out
+
+    def select_rec(snap):
+        out = select_fn(snap)
+        seen["decode"].append(snap)
+        seen["ds_reason"].append(out.reason)
+        return out
+
+    def write_rec(kind, **fields):
+        if kind == "ds_decision":
+            seen["ds_logged"].append(fields["reason"])
+        write_fn(kind, **fields)
+
+    st.controller.decide, st.trimmer.select, st.log.write = decide_rec, select_rec, write_rec
+
+
+def _seen():
+    return {"chunk": [], "decode": [], "ds_reason": [], "ds_logged": []}
 
 
 def _mutate(sched, held, rng, serial):
@@ -201,21 +226,24 @@ def _mutate(sched, held, rng, serial):
             5, len(sched.waiting_queue))):
         r.prefix_len = rng.choice([0, rng.randrange(0, len(r.origin_input_ids) + 20)])
         r.extend_end = rng.choice([None, r.extend_end, rng.randrange(0, 4000)])
-    if sched.waiting_queue and not quiet_queue and rng.random() < 0.4:  # prefilled: to a slot
-        req = sched.waiting_queue.pop(rng.randrange(len(sched.waiting_queue)))
-        req.output_ids = [1]
-        rng.choice(sched.running_mbs).reqs.append(req)
+    for _ in range(0 if quiet_queue else rng.randrange(0, 4)):  # prefilled: to a slot
+        if sched.waiting_queue:
+            req = sched.waiting_queue.pop(rng.randrange(len(sched.waiting_queue)))
+            req.output_ids = [1]
+            rng.choice(sched.running_mbs).reqs.append(req)
     sched.chunked_req = rng.choice([None, sched.chunked_req,
                                     Req("c", rng.randrange(1, 5000), 0, rng)])
     for batch in [*sched.running_mbs, *held.values()]:
         for r in batch.reqs:
             if rng.random() < 0.5:
                 r.output_ids.append(1)
-            if rng.random() < 0.03:
+            if rng.random() < 0.01:
                 r.done = True
         if rng.random() < 0.2:
             batch.reqs = [r for r in batch.reqs if not r.done]
-    sched.token_to_kv_pool_allocator.n = rng.randrange(0, 300_000)
+    # KV tight on half the turns: DS then cannot skip on headroom and sizes the slot
+    sched.token_to_kv_pool_allocator.n = rng.randrange(0, 300_000 if rng.random() < 0.5
+                                                       else 40_000)
     for slot in list(held):
         if rng.random() < 0.3:
             del held[slot]
@@ -235,17 +263,17 @@ def test_fast_path_decides_exactly_as_the_per_request_path():
     rng = random.Random(16)
     now = [0.0]
     fast, ref = _state(now), _state(now)
-    fast_seen, ref_seen = [], []
+    fast_seen, ref_seen = _seen(), _seen()
     _recording(fast, fast_seen)
     _recording(ref, ref_seen)
     sched = types.SimpleNamespace(
         waiting_queue=[Req(f"w{i}", rng.randrange(1, 3000), 0, rng) for i in range(40)],
         chunked_req=None,
         running_mbs=[Batch([Req(f"r{s}-{i}", rng.randrange(1, 2000), rng.randrange(1, 50), rng)
-                            for i in range(rng.randrange(0, 12))]) for s in range(PP)],
+                            for i in range(rng.randrange(0, 30))]) for s in range(PP)],
         last_mbs=None, token_to_kv_pool_allocator=Pool(100_000), tree_cache=Pool(0),
         max_total_num_tokens=400_000)
-    held, serial, holds_seen = {}, [0], 0
+    held, serial, holds_seen, settled, built = {}, [0], 0, 0, 0
     for turn in range(400):
         _mutate(sched, held, rng, serial)
         now[0] += 0.02
@@ -253,14 +281,22 @@ def test_fast_path_decides_exactly_as_the_per_request_path():
             st.iteration, st.slot, st.held = turn, turn % PP, held
         got, want = decide(fast, sched, []), reference_decide(ref, sched)
         assert got == want, f"turn {turn}"
-        assert fast_seen == ref_seen, f"turn {turn}"
+        assert fast_seen["chunk"] == ref_seen["chunk"], f"turn {turn}"
+        assert fast_seen["ds_logged"] == ref_seen["ds_reason"], f"turn {turn}"
+        if fast_seen["decode"]:  # built only when DS could not settle from counts
+            assert fast_seen["decode"] == ref_seen["decode"], f"turn {turn}"
+            built += 1
+        else:
+            settled += bool(ref_seen["decode"])
         holds_seen += bool(got and got.hold_rids)
-        fast_seen.clear()
-        ref_seen.clear()
+        for seen in (fast_seen, ref_seen):
+            for records in seen.values():
+                records.clear()
         if turn % 7 == 0:  # both learn the same stage
             fast.recent_stage_ms.append(10.0 + turn % 5)
             ref.recent_stage_ms.append(10.0 + turn % 5)
     assert holds_seen > 0  # the run exercised DS holds, not only chunk decisions
+    assert settled > 20 and built > 20  # and both DS paths
 
 
 class Bare:

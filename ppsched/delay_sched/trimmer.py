@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ppsched.core.policy import TrimDecision
@@ -89,9 +89,11 @@ class DelayTrimmer:
 
     def target_size(self, snap: DecodeSnapshot) -> tuple[int, str, float]:
         """(target run size, rule, pipeline mean) for this slot before the starvation bound."""
-        n = len(snap.running) + len(snap.held)
+        return self._target(len(snap.running) + len(snap.held), snap.slot_sizes)
+
+    def _target(self, n: int, slot_sizes: Sequence[int]) -> tuple[int, str, float]:
         # Empty slots are left out: they gain nothing from a shorter period of the busy ones.
-        busy = [size for size in snap.slot_sizes if size > 0]
+        busy = [size for size in slot_sizes if size > 0]
         mean = sum(busy) / len(busy) if busy else float(n)
         toward_mean = self.ladder.efficient_size(mean)
         if n > toward_mean:
@@ -100,22 +102,40 @@ class DelayTrimmer:
         own = self.ladder.just_above(n)
         return (own, "boundary", mean) if own is not None else (n, "no-trim", mean)
 
+    def settled_reason(self, n: int, slot_sizes: Callable[[], Sequence[int]],
+                       kv_free_fraction: float, queued_tokens_exceed: Callable[[int], bool]
+                       ) -> str | None:
+        """``select``'s reason when it holds nobody whichever requests the slot has, decided from
+        counts (``n`` = running + held, the snapshot's ``slot_sizes``, called only past the
+        headroom rule, and KV) and whether the queued prompt tokens exceed a limit (an engine
+        answers that from a prefix of its queue); None when ``select`` must read the requests.
+        ``select`` branches through it, so an engine that skips building the requests on a
+        settled turn decides alike."""
+        cfg = self.config
+        if n <= 1:
+            return "no-trim"
+        if kv_free_fraction > cfg.skip_kv_free_fraction \
+                and queued_tokens_exceed(cfg.skip_queued_tokens):
+            return "skip-kv-headroom"
+        target, rule, _ = self._target(n, slot_sizes())
+        if target >= n:
+            return rule if rule == "no-trim" else "at-target"
+        return None
+
     def select(self, snap: DecodeSnapshot) -> TrimDecision:
         cfg = self.config
         n = len(snap.running) + len(snap.held)
         base = (("slot_reqs", float(n)), ("held_before", float(len(snap.held))),
                 ("kv_free_fraction", snap.kv_free_fraction),
                 ("queued_prompt_tokens", float(snap.queued_prompt_tokens)))
-        if n <= 1:
-            return TrimDecision(_all_ids(snap), (), "no-trim", base)
-        if (snap.queued_prompt_tokens > cfg.skip_queued_tokens
-                and snap.kv_free_fraction > cfg.skip_kv_free_fraction):
-            return TrimDecision(_all_ids(snap), (), "skip-kv-headroom", base)
+        settled = self.settled_reason(n, lambda: snap.slot_sizes, snap.kv_free_fraction,
+                                      lambda limit: snap.queued_prompt_tokens > limit)
+        if settled is not None and (n <= 1 or settled == "skip-kv-headroom"):
+            return TrimDecision(_all_ids(snap), (), settled, base)
         target, rule, mean = self.target_size(snap)
         inputs = base + (("slot_mean", mean), ("target", float(target)))
-        if target >= n:
-            return TrimDecision(_all_ids(snap), (), rule if rule == "no-trim" else "at-target",
-                                inputs)
+        if settled is not None:
+            return TrimDecision(_all_ids(snap), (), settled, inputs)
         tpot = _percentile(snap.recent_tpot_ms, cfg.tpot_percentile)
         tight = tpot >= cfg.tight_tpot_fraction * cfg.tpot_slo_ms  # NaN (no data) → loose
         want = min(n - target, n - 1)  # never hold a whole slot

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from operator import mul
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
@@ -160,7 +161,7 @@ class ALPredictor:
         n = self.n
         w = self.weights
         p = self.cov
-        predicted = lin + sum(w[i] * x[i] for i in range(n))  # in the profile's units
+        predicted = lin + sum(map(mul, w, x))  # in the profile's units
         if self.correct_linear_online and predicted > 0:
             self._learn_scale(measured_ms / (self.scale * predicted))
         measured_ms /= self.scale  # the RLS below works in the profile's units
@@ -172,8 +173,9 @@ class ALPredictor:
         elif err < -limit:
             err = -limit
             self.clipped += 1
-        px = [sum(p[i][j] * x[j] for j in range(n)) for i in range(n)]
-        denom = self.forgetting + sum(x[i] * px[i] for i in range(n))
+        # map(mul, ...) sums the same products in the same order as the loops, in C
+        px = [sum(map(mul, row, x)) for row in p]
+        denom = self.forgetting + sum(map(mul, x, px))
         if not (denom > 0 and math.isfinite(denom)):
             self._reset()
             return
@@ -190,7 +192,7 @@ class ALPredictor:
         self._anchor()
         self.updates += 1
         if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
-                or not all(math.isfinite(v) for v in w):
+                or not all(map(math.isfinite, w)):
             self._reset()
 
     def _learn_scale(self, ratio: float) -> None:

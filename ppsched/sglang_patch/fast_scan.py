@@ -66,6 +66,17 @@ def live_load(reqs: Sequence) -> tuple[int, int]:
     return len(live), sum(map(len, map(_IDS, live))) + sum(map(len, map(_OUT, live)))
 
 
+def finished_flags(reqs: Sequence) -> list[bool]:
+    """``[r.finished() for r in reqs]`` (read once per turn, shared by the counts that need it)."""
+    return [r.finished() for r in reqs]
+
+
+def live_load_from_flags(reqs: Sequence, done: list) -> tuple[int, int]:
+    """``live_load(reqs)`` with ``done = finished_flags(reqs)`` already read."""
+    live = list(compress(reqs, map(not_, done))) if any(done) else reqs
+    return len(live), sum(map(len, map(_IDS, live))) + sum(map(len, map(_OUT, live)))
+
+
 def live_count(reqs: Sequence) -> int:
     """Unfinished requests in ``reqs``."""
     return len(reqs) - sum([bool(r.finished()) for r in reqs])

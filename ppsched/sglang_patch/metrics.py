@@ -4,6 +4,11 @@
 (1: this rank applies decisions; 0: off, failed or not yet agreed). With SGLang's
 ``--enable-metrics`` (prometheus multiprocess mode) they appear on its ``/metrics``; the gauge
 takes the minimum over a rank's TP processes. Without prometheus_client: counts stay in memory.
+
+``count`` only adds to the in-memory ``counts`` (a dict update): an increment in multiprocess
+mode takes a lock and writes an mmap (~2 us), three times per turn. ``publish`` pushes what was
+counted since the last call; the decision log's writer thread calls it every 50 ms and at exit
+(``DecisionLog.flush``), so ``/metrics`` trails the counts by at most that.
 """
 
 from __future__ import annotations
@@ -45,13 +50,25 @@ class PluginMetrics:
         prom = _prometheus()
         # Bound label children, made now: each series exists from start-up at 0.
         self._children = {name: metric.labels(pp_rank=self.rank) for name, metric in prom.items()}
+        self._published: Counter[str] = Counter()
         self.set_enabled(False)
+
+    @property
+    def exported(self) -> bool:
+        """Whether there are Prometheus series to publish to."""
+        return bool(self._children)
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] += n
-        child = self._children.get(name)
-        if child is not None:
-            child.inc(n)
+
+    def publish(self) -> None:
+        """Add to each Prometheus counter what was counted since the last publish."""
+        for name, total in list(self.counts.items()):
+            child = self._children.get(name)
+            delta = total - self._published[name]
+            if child is not None and delta:
+                child.inc(delta)
+                self._published[name] = total
 
     def set_enabled(self, on: bool) -> None:
         self.enabled = on

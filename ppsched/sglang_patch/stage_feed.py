@@ -87,30 +87,43 @@ def drain(st) -> None:
 def record(st, done: FinishedStage) -> None:
     stage: LaunchedStage = done.payload
     shape = stage.shape
+    kind = shape.kind
+    source_learnable = learnable(done.source, st.device_type)
     refused = None
-    if not learnable(done.source, st.device_type):
+    if not source_learnable:
         refused = f"{done.source} is not compute time on {st.device_type}"
         st.log.count("stage_refused")
     elif stage.cuda_graph:
         refused = "cuda-graph replay (ALP models eager stages)"
-    learned = refused is None and shape.kind != "empty" and st.rank == 0 \
+    learned = refused is None and kind != "empty" and st.rank == 0 \
         and st.controller is not None and st.active
     st.log.count("stage_measurements")
     # ALP's prediction of this very batch before it learns from it (rank 0: the controller)
     predictor = getattr(st.controller, "predictor", None) if st.rank == 0 else None
     alp_ms = round(predictor.predict(shape), 3) \
-        if predictor is not None and shape.kind != "empty" else None
-    st.log.write("stage", iteration=stage.iteration, slot=stage.slot, mode=shape.kind,
-                 batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
-                 decode_count=shape.decode_count, decode_ctx=shape.decode_ctx_sum,
-                 prefill=[list(piece) for piece in shape.prefill], measured_ms=round(done.ms, 3),
-                 predicted_ms=stage.predicted_ms, timing=done.source,
-                 cuda_graph=stage.cuda_graph, padded_decode=stage.padded_decode,
-                 alp_ms=alp_ms, learned=learned, **({"not_learned": refused} if refused else {}))
-    if learnable(done.source, st.device_type):
+        if predictor is not None and kind != "empty" else None
+    st.log.write_later("stage", _stage_fields, done, alp_ms, learned, refused)
+    if source_learnable:
         st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
     if learned:
         st.controller.observe(StageMeasurement(st.now(), stage.slot, 0, shape, done.ms))
+
+
+def _stage_fields(done: FinishedStage, alp_ms: float | None, learned: bool,
+                  refused: str | None) -> dict:
+    """The ``stage`` record (made by the decision log's writer thread)."""
+    stage: LaunchedStage = done.payload
+    shape = stage.shape
+    fields = dict(iteration=stage.iteration, slot=stage.slot, mode=shape.kind,
+                  batched_tokens=shape.batched_tokens, prefill_tokens=shape.prefill_tokens,
+                  decode_count=shape.decode_count, decode_ctx=shape.decode_ctx_sum,
+                  prefill=[list(piece) for piece in shape.prefill],
+                  measured_ms=round(done.ms, 3), predicted_ms=stage.predicted_ms,
+                  timing=done.source, cuda_graph=stage.cuda_graph,
+                  padded_decode=stage.padded_decode, alp_ms=alp_ms, learned=learned)
+    if refused:
+        fields["not_learned"] = refused
+    return fields
 
 
 def _stop_measuring(st, exc: BaseException) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, gt, is_
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import (
@@ -28,9 +29,12 @@ MAX_TRACKED = 100_000  # rids remembered (aborted ones are never seen finishing)
 RECENT = 64  # recent TTFT/TPOT/stage samples kept
 _BY_ARRIVAL = attrgetter("arrival_s", "req_id")
 _RID = attrgetter("rid")
+_N_OUT = attrgetter("n_out")
+_STEP = attrgetter("step")
+_consume = deque(maxlen=0).extend  # runs a map to its end in C
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: `in`/`==` on lists of them stay in C
 class _Times:
     req_id: int
     arrival_s: float
@@ -39,6 +43,7 @@ class _Times:
     last_token_s: float = float("nan")
     held_streak: int = 0
     queued: QueuedRequest | None = None  # its last queue entry, reused while unchanged
+    step: object = None  # the group of the deferred decode step that holds it, if any
 
 
 class RequestClock:
@@ -53,6 +58,11 @@ class RequestClock:
         self.arrived_prompt_tokens = 0
         self._head: tuple | None = None  # head_view's last (rids, times, prompts, remaining)
         self._head_view: list[QueuedRequest] = []
+        # group -> (requests, their times, output counts, when): a decode step whose writes
+        # (n_out, last_token_s) are deferred until something reads them (``settle``)
+        self._steps: dict[object, tuple[list, list[_Times], list[int], float]] = {}
+        self.forgotten = 0  # requests dropped so far (finished or evicted)
+        self._tracked: tuple[list, int] = ([], 0)  # track's last requests, at ``forgotten``
 
     def arrive(self, rid: str, prompt_tokens: int, now_s: float) -> _Times:
         t = self._times.get(rid)
@@ -63,15 +73,93 @@ class RequestClock:
             self.arrived_requests += 1
             self.arrived_prompt_tokens += prompt_tokens
             if len(self._times) > MAX_TRACKED:
+                self.settle()  # no deferred step may keep a forgotten request's times
                 self._times.popitem(last=False)
+                self.forgotten += 1
         return t
 
     def observe(self, req, now_s: float) -> _Times:
         """Update a request's token times from its output count; record TTFT/TPOT samples."""
         return self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
 
+    def observe_unfinished(self, reqs: Sequence, now_s: float, group: object = None
+                           ) -> list[_Times]:
+        """``[self.observe(r, now_s) for r in reqs]`` for requests the caller knows are unfinished
+        (none is forgotten here), with distinct rids (SGLang refuses a duplicate rid).
+
+        A slot's decode step -- every request tracked, each showing more tokens than last seen
+        and none its first -- only sets each one's ``n_out`` and ``last_token_s``. With a
+        ``group`` (the caller's name for the set, e.g. a slot's running requests) those writes
+        are deferred: when the same requests step again the new counts are compared with the
+        deferred ones (in C) and replace them, so a steady slot costs no call and no write per
+        request; ``settle`` writes them before anything reads them. Any other case takes the
+        per-request path after settling everything."""
+        if not reqs:
+            return []
+        outs = fast_scan.output_lens(reqs)
+        step = self._steps.get(group) if group is not None else None
+        if step is not None and len(step[0]) == len(reqs) and all(map(is_, step[0], reqs)):
+            if outs == step[2]:
+                return step[1]  # nothing new since the deferred step
+            if all(map(gt, outs, step[2])):
+                self._steps[group] = (step[0], step[1], outs, now_s)
+                return step[1]
+        times = list(map(self._times.get, map(_RID, reqs)))
+        if None in times:
+            self.settle()
+            return [self.observe_counts(req, len(req.origin_input_ids), n, now_s)
+                    for req, n in zip(reqs, outs, strict=True)]
+        # the deferred steps holding any of these requests, and this group's own, are written
+        # first (a request is in at most one step: the one its ``step`` names)
+        for pending in {*map(_STEP, times), group} - {None}:
+            self._settle_step(pending)
+        seen = list(map(_N_OUT, times))
+        if outs == seen:  # nothing new: observe would change nothing
+            return times
+        if all(seen) and all(map(gt, outs, seen)):
+            self._steps[group] = (list(reqs), times, outs, now_s)
+            if group is None:
+                self._settle_step(None)
+            else:
+                _consume(map(setattr, times, repeat("step"), repeat(group, len(times))))
+            return times
+        # these requests' steps are written: the per-request path needs nothing else settled
+        return [self._observe_counts(req, len(req.origin_input_ids), n, now_s)
+                for req, n in zip(reqs, outs, strict=True)]
+
+    def _settle_step(self, group: object) -> None:
+        step = self._steps.pop(group, None)
+        if step is not None:
+            _, times, outs, now_s = step
+            _consume(map(setattr, times, repeat("n_out"), outs))
+            _consume(map(setattr, times, repeat("last_token_s"), repeat(now_s, len(times))))
+
+    def settle(self) -> None:
+        """Write every deferred decode step into its requests' times (the writes ``observe``
+        would have made, in the same order)."""
+        while self._steps:
+            self._settle_step(next(iter(self._steps)))
+
+    def track(self, reqs: Sequence, now_s: float) -> None:
+        """Arrive every request of ``reqs`` the clock does not know yet, in order (what
+        ``queued`` does for each), without building their queue entries. The same requests as
+        last time, with nothing forgotten since, are all known: nothing to look up."""
+        last, forgotten = self._tracked
+        if forgotten == self.forgotten and len(last) == len(reqs) and all(map(is_, last, reqs)):
+            return
+        self._tracked = (list(reqs), self.forgotten)
+        get = self._times.get
+        if None in map(get, map(_RID, reqs)):
+            for req in reqs:
+                if get(req.rid) is None:
+                    self.arrive(req.rid, len(req.origin_input_ids), now_s)
+
     def observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         """``observe`` with the request's prompt and output lengths already read."""
+        self.settle()
+        return self._observe_counts(req, prompt, n, now_s)
+
+    def _observe_counts(self, req, prompt: int, n: int, now_s: float) -> _Times:
         t = self._times.get(req.rid) or self.arrive(req.rid, prompt, now_s)
         if n > t.n_out:
             if t.n_out == 0:
@@ -83,7 +171,8 @@ class RequestClock:
             if t.n_out >= 2:
                 self.recent_tpot_ms.append(
                     1000.0 * (t.last_token_s - t.first_token_s) / (t.n_out - 1))
-            self._times.pop(req.rid, None)
+            if self._times.pop(req.rid, None) is not None:
+                self.forgotten += 1
         return t
 
     def queued(self, rid: str, prompt: int, remaining: int, now_s: float) -> QueuedRequest:
@@ -112,6 +201,7 @@ class RequestClock:
         return list(view)
 
     def get(self, rid: str) -> _Times | None:
+        self.settle()
         return self._times.get(rid)
 
     def __len__(self) -> int:
@@ -173,16 +263,24 @@ def decoding_request(req, clock: RequestClock, now_s: float) -> DecodingRequest:
 def decoding_requests(reqs: Sequence, clock: RequestClock, now_s: float
                       ) -> tuple[list[DecodingRequest], list[tuple[str, _Times]]]:
     """``[decoding_request(r) for r in reqs]`` ordered by arrival, and each request's
-    (rid, times) in ``reqs`` order."""
-    out, rids = [], []
-    lens = zip(reqs, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
-    for req, prompt, n in lens:
-        t = clock.observe_counts(req, prompt, n, now_s)
-        rids.append((req.rid, t))
+    (rid, times) in ``reqs`` order. ``reqs`` must be unfinished."""
+    times = clock.observe_unfinished(reqs, now_s)
+    return (decoding_from_times(reqs, times, now_s, clock),
+            list(zip(map(_RID, reqs), times, strict=True)))
+
+
+def decoding_from_times(reqs: Sequence, times: Sequence[_Times], now_s: float,
+                        clock: RequestClock) -> list[DecodingRequest]:
+    """The decode-set entries of ``reqs`` (already observed at ``now_s``, ``times`` in the same
+    order, from ``clock``), oldest first."""
+    clock.settle()
+    out = []
+    lens = zip(times, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
+    for t, prompt, n in lens:
         first, last = (t.first_token_s, t.last_token_s) if t.n_out else (now_s, now_s)
         out.append(_decoding(t.req_id, t.arrival_s, prompt + n, n, first, last, t.held_streak))
     out.sort(key=_BY_ARRIVAL)
-    return out, rids
+    return out
 
 
 _new = object.__new__
@@ -249,10 +347,10 @@ def batch_shape(is_decode: bool, prefix_lens: Sequence[int] | None,
     with extend length 1.
     """
     if is_decode:
-        lens = [int(s) for s in (seq_lens or ())]
+        lens = list(map(int, seq_lens or ()))
         return BatchShape(decode_count=len(lens), decode_ctx_sum=sum(lens))
-    prefixes = [int(p) for p in (prefix_lens or ())]
-    extends = [int(e) for e in (extend_lens or ())]
+    prefixes = list(map(int, prefix_lens or ()))
+    extends = list(map(int, extend_lens or ()))
     n_pre = len(extends) - num_decode_in_mixed
     pieces = tuple((p, e) for p, e in zip(prefixes[:n_pre], extends[:n_pre], strict=True)
                    if e > 0)
