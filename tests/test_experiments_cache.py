@@ -115,3 +115,20 @@ def test_key_misses_when_the_data_dir_changes(tmp_path, monkeypatch):
     assert RunTask(RunConfig(), spec).key != after_profile  # an edited catalog trace misses
     monkeypatch.delenv("PPSCHED_DATA_DIR")
     assert RunTask(RunConfig(), spec).key != after_profile  # another data dir misses
+
+
+def test_alp_profile_reaches_only_the_policies_that_read_it_and_keys_on_its_bytes(tmp_path):
+    from ppsched.experiments.plan import Setup, make_config
+    from ppsched.experiments.policies import get_policy
+
+    profile = tmp_path / "p.json"
+    profile.write_text('{"x": 1}')
+    setup = Setup(profile_path=str(profile))
+    assert make_config(get_policy("predictive"), setup).profile_path == str(profile)
+    assert make_config(get_policy("predictive-ds"), setup).profile_path == str(profile)
+    assert make_config(get_policy("static-2048"), setup).profile_path is None  # cache kept
+    config = make_config(get_policy("predictive"), setup)
+    before = RunTask(config, SPEC).key
+    assert before != RunTask(make_config(get_policy("predictive"), Setup()), SPEC).key
+    profile.write_text('{"x": 2}')  # same path and size, other bytes: another run
+    assert RunTask(config, SPEC).key != before

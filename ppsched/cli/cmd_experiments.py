@@ -9,6 +9,7 @@ from pathlib import Path
 from ppsched.cli.experiment_args import (
     DEFAULT_SCALES,
     add_common,
+    add_profile,
     add_search,
     add_trace,
     add_window,
@@ -28,6 +29,7 @@ def register(subparsers) -> None:
     p.add_argument("--policies", default="all", help="comma-separated policy keys or 'all'")
     p.add_argument("--rates", required=True, help="comma-separated Poisson rates (req/s)")
     p.add_argument("--slo-scale", type=float, default=1.0)
+    add_profile(p)
     add_window(p)
     p.add_argument("--out", required=True, help="folder for sweep.csv")
     p.set_defaults(handler=cmd_sweep)
@@ -38,6 +40,7 @@ def register(subparsers) -> None:
     add_trace(p)
     p.add_argument("--policies", default="all")
     p.add_argument("--slo-scales", default=DEFAULT_SCALES)
+    add_profile(p)
     add_search(p, seeds=1)
     p.add_argument("--out", required=True, help="folder for goodput.csv and goodput_vs_slo.png")
     p.set_defaults(handler=cmd_goodput)

@@ -42,6 +42,13 @@ def add_trace(p: argparse.ArgumentParser) -> None:
                    help="data directory (default: $PPSCHED_DATA_DIR or the packaged ppsched/data/)")
 
 
+def add_profile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="ALP's offline profile JSON (`ppsched profile fit` or `profile scale`) "
+                        "for the policies that read one (predictive*, DS); default: the "
+                        "model's built-in profile. Recorded in goodput.csv and the cache key")
+
+
 def add_search(p: argparse.ArgumentParser, *, seeds: int) -> None:
     from ppsched.experiments.goodput import SearchSettings
 
@@ -91,7 +98,24 @@ def make_setup(args: argparse.Namespace, model: str | None = None):
     if args.seed < 0:
         raise UserError(f"--seed {args.seed}: expected an integer >= 0")
     return Setup(model=name, hardware=args.hardware, seed=args.seed,
-                 mixed_chunk=getattr(args, "mixed_chunk", True))
+                 mixed_chunk=getattr(args, "mixed_chunk", True),
+                 profile_path=_profile_path(getattr(args, "profile", None)))
+
+
+def _profile_path(given: str | None) -> str | None:
+    """--profile as an absolute path to a readable profile JSON (checked now, not in a worker)."""
+    if given is None:
+        return None
+    from pathlib import Path
+
+    from ppsched.predictor.profile import LinearProfile
+
+    path = Path(given).expanduser()
+    if not path.is_file():
+        raise UserError(f"--profile {given!r}: expected an ALP profile JSON file "
+                        "(`ppsched profile fit` or `ppsched profile scale`)")
+    LinearProfile.from_json(str(path))  # a malformed profile fails here with its own message
+    return str(path.resolve())
 
 
 def make_workload(args: argparse.Namespace, name: str | None):

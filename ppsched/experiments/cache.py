@@ -72,7 +72,8 @@ def tree_hash(root: Path) -> str:
 def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dict[str, str]:
     """Hashes of the files a run reads: the trace (catalog entry or --trace-file), the data
     directory's profiles/ (the cost model's input; resolved like the run resolves it, so
-    $PPSCHED_DATA_DIR counts) and a model config.json given by path."""
+    $PPSCHED_DATA_DIR counts), ALP's profile JSON given by path and a model config.json given by
+    path."""
     from ppsched.core.paths import data_dir as resolve_data_dir
     from ppsched.traces.catalog import CATALOG
 
@@ -85,6 +86,8 @@ def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dic
         if entry is not None and entry.file is not None:
             out["trace"] = file_hash(wl_dir / entry.file)
     out["profiles"] = tree_hash(Path(resolve_data_dir(config.get("data_dir"))) / "profiles")
+    if config.get("profile_path"):
+        out["alp_profile"] = file_hash(config["profile_path"])
     model = str(config.get("model", ""))
     if model and Path(model).is_file():
         out["model_file"] = file_hash(model)

@@ -34,7 +34,7 @@ GOODPUT_COLUMNS = (
     "goodput_max", "seeds", "per_seed", "ratio_vs_2048", "chosen", "runs", "bracket_lo",
     "bracket_hi", "tried", "warmup_s", "measure_s", "cooldown_s", "over_context",
     "over_context_share", "search_goodput_rps", "verify", "verify_seed", "verify_measure_s",
-    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried")
+    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried", "profile")
 VERIFY_SEED_OFFSET = 1000  # verification seeds: setup.seed + 1000 (no search uses them)
 CONFIRM_SEED_OFFSET = 2000  # a lowered point is verified again with this one
 VERIFY_FACTOR = 4.0
@@ -204,7 +204,8 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                 "bracket_hi": best.per_seed[0].bracket[1], "tried": _tried(best),
                 "warmup_s": window.warmup_s, "measure_s": window.measure_s,
                 "cooldown_s": window.cooldown_s, "over_context": over,
-                "over_context_share": share, "run_policy": run_key})
+                "over_context_share": share, "run_policy": run_key,
+                "profile": _profile_used(setup, run_key)})
     table = pd.DataFrame(rows)
     if settings.verify:
         table = verify_table(runner, setup, workload, window, table)
@@ -221,6 +222,14 @@ def _controller(key: str, chosen: str) -> str:
     policy = get_policy(key)
     ds = " + DS" if policy.ds == "on" else ""
     return f"{policy.chunk}{ds} ({policy.parallel})"
+
+
+def _profile_used(setup: Setup, run_key: str) -> str:
+    """ALP's offline profile the row's runs read: the --profile path, 'built-in', or '' for a
+    policy that reads none."""
+    if run_key == "none" or not get_policy(run_key).uses_profile:
+        return ""
+    return setup.profile_path or "built-in"
 
 
 def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:

@@ -19,6 +19,9 @@ class Setup:
     # The paper's system runs mixed batches ("mixed batches spend budget on decodes"); without
     # them PP_static attains 11% on the Azure replay where the paper measured 92.5% (bench/).
     mixed_chunk: bool = True
+    # ALP's offline profile JSON (`ppsched profile fit|scale`) for the policies that read one;
+    # None: the built-in profile of the model
+    profile_path: str | None = None
 
 
 def make_config(policy: Policy, setup: Setup, slo: Slo | None = None) -> Any:
@@ -31,6 +34,8 @@ def make_config(policy: Policy, setup: Setup, slo: Slo | None = None) -> Any:
                               "parallel": policy.parallel, "chunk": policy.chunk,
                               "ds": policy.ds, "slo": chosen, "seed": setup.seed,
                               "mixed_chunk": setup.mixed_chunk}
+    if setup.profile_path is not None and policy.uses_profile:
+        kwargs["profile_path"] = setup.profile_path
     if setup.ds_max_consecutive is not None:
         kwargs["ds_max_consecutive"] = setup.ds_max_consecutive
     return RunConfig(**kwargs)

@@ -30,6 +30,12 @@ class Policy:
         if self.ds not in ("on", "off"):
             raise UserError(f"policy {self.key!r}: ds={self.ds!r}, expected 'on' or 'off'")
 
+    @property
+    def uses_profile(self) -> bool:
+        """Does a run read ALP's offline profile (predictive chunking, or DS's boundaries)? Only
+        those runs get an experiment's --profile, so the others keep their cache entries."""
+        return self.chunk.startswith("predictive") or self.ds == "on"
+
 
 def static_policy(chunk: int, parallel: str = "pp4") -> Policy:
     return Policy(f"static-{chunk}", f"PP static:{chunk}", parallel, f"static:{chunk}")
