@@ -9,8 +9,9 @@ Run it with the SGLang venv's python to include Prometheus (it prints whether it
 Budget (issue 16): <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
 
 The decision log's writer thread serializes the records and publishes the counters every 50 ms,
-off the turn but in the same process: its cost per turn (``DecisionLog.busy_s`` over the timed
-turns, the last flush included) is printed next to the turn's figures.
+and the learner thread (``sglang_patch/learner.py``) has ALP predict and learn each stage, both
+off the turn but in the same process: their cost per turn (``busy_s`` over the timed turns, the
+last flush included) is printed next to the turn's figures.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def _fake_sglang_io() -> None:
 
 
 def build(waiting: int, running: int, pp: int, log_path: str):
+    from ppsched.sglang_patch import stage_feed
     from ppsched.sglang_patch.agreement import Agreement
     from ppsched.sglang_patch.config import PluginConfig
     from ppsched.sglang_patch.decision_log import DecisionLog
@@ -106,6 +108,7 @@ def build(waiting: int, running: int, pp: int, log_path: str):
     st = PluginState(cfg=cfg, rank=0, pp_size=pp, launch_chunk=2048, controller=controller,
                      trimmer=trimmer, log=DecisionLog(log_path, 0), agreement=agreement)
     st.log.metrics.set_enabled(True)
+    stage_feed.attach_learner(st)  # as the plugin does on rank 0
     sched = types.SimpleNamespace()
     sched.waiting_queue = [Req(f"w{i}", 1000 + i % 500, 0) for i in range(waiting)]
     sched.chunked_req = None
@@ -153,19 +156,22 @@ def measure(waiting: int, running: int, pp: int, turns: int) -> dict:
         for _ in range(50):  # warm-up (first snapshots, ALP's first fits)
             turn(st, sched, decide, pp)
         times = []
+        st.learner.drain()
         st.log.flush()
-        writer_s = st.log.busy_s
+        writer_s, learner_s = st.log.busy_s, st.learner.busy_s
         for _ in range(turns):
             for r in sched.running_mbs[(st.iteration + 1) % pp].reqs:  # decoding goes on
                 r.output_ids.append(7)
             t = time.perf_counter()
             turn(st, sched, decide, pp)
             times.append(1e6 * (time.perf_counter() - t))
-        st.log.flush()  # what the writer thread has left to do for these turns
+        st.learner.drain()  # what the threads have left to do for these turns
+        st.log.flush()
         writer_us = 1e6 * (st.log.busy_s - writer_s) / turns
+        learner_us = 1e6 * (st.learner.busy_s - learner_s) / turns
     times.sort()
     return {"mean": statistics.fmean(times), "p50": times[len(times) // 2],
-            "p99": times[int(0.99 * len(times))], "writer": writer_us}
+            "p99": times[int(0.99 * len(times))], "writer": writer_us, "learner": learner_us}
 
 
 def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, float]:
@@ -198,9 +204,10 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
         with tempfile.TemporaryDirectory() as tmp:
             st, sched = build(waiting, running, pp, os.path.join(tmp, "decisions.jsonl"))
             st.controller.decide = timed("controller decide", st.controller.decide)
-            st.controller.observe = timed("ALP learning (controller.observe)",
+            st.controller.observe = timed("ALP learning (learner thread)",
                                           st.controller.observe)
-            st.controller.predictor.predict = timed("ALP predict", st.controller.predictor.predict)
+            st.controller.predictor.predict = timed("ALP predict (turn + learner)",
+                                                    st.controller.predictor.predict)
             st.trimmer.select = timed("DS select", st.trimmer.select)
             st.log.count = timed("counters", st.log.count)
             st.log.write = timed("JSONL buffer", st.log.write)
@@ -212,6 +219,7 @@ def components(waiting: int, running: int, pp: int, turns: int) -> dict[str, flo
                 t = time.perf_counter()
                 turn(st, sched, decide_mod.decide, pp)
                 spent.setdefault("WHOLE TURN", []).append(1e6 * (time.perf_counter() - t))
+            st.learner.drain()  # the learner thread's backlog, timed as it is learned
     finally:
         for owner, attr, fn in saved:
             setattr(owner, attr, fn)
@@ -244,7 +252,7 @@ def main() -> None:
         r = measure(waiting, running or 1, a.pp, a.turns)
         print(f"waiting {waiting:5d}  running {running:5d}:  mean {r['mean']:7.1f} us  "
               f"p50 {r['p50']:7.1f} us  p99 {r['p99']:7.1f} us   + writer thread "
-              f"{r['writer']:5.1f} us/turn")
+              f"{r['writer']:5.1f} us/turn, learner thread {r['learner']:5.1f} us/turn")
         if a.components:
             for name, us in components(waiting, running or 1, a.pp, a.turns).items():
                 print(f"    {name:40s} {us:7.1f} us/turn")

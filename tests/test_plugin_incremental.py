@@ -19,7 +19,7 @@ from ppsched.core.snapshots import (
     QueuedRequest,
     SlotLoad,
 )
-from ppsched.sglang_patch import fast_scan, translate
+from ppsched.sglang_patch import fast_scan, stage_feed, translate
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import _kv_free_tokens, _slot_decode_set, decide
 from ppsched.sglang_patch.decision_log import DecisionLog
@@ -266,6 +266,10 @@ def test_fast_path_decides_exactly_as_the_per_request_path():
     fast_seen, ref_seen = _seen(), _seen()
     _recording(fast, fast_seen)
     _recording(ref, ref_seen)
+    stage_feed.attach_learner(fast, background=False)  # as on rank 0: decide under its lock
+    inner, locked = fast.controller.decide, []
+    fast.controller.decide = lambda snap: (locked.append(fast.learner.lock.locked()),
+                                           inner(snap))[1]
     sched = types.SimpleNamespace(
         waiting_queue=[Req(f"w{i}", rng.randrange(1, 3000), 0, rng) for i in range(40)],
         chunked_req=None,
@@ -296,6 +300,7 @@ def test_fast_path_decides_exactly_as_the_per_request_path():
             fast.recent_stage_ms.append(10.0 + turn % 5)
             ref.recent_stage_ms.append(10.0 + turn % 5)
     assert holds_seen > 0  # the run exercised DS holds, not only chunk decisions
+    assert locked and all(locked)  # never a decision during an ALP update
     assert settled > 20 and built > 20  # and both DS paths
 
 

@@ -87,7 +87,11 @@ def _decide_chunk(st: PluginState, reads: TurnReads, kv_free: int, kv_total: int
         recent_stage_ms=tuple(st.recent_stage_ms), arrived_requests_total=clock.arrived_requests,
         arrived_prompt_tokens_total=clock.arrived_prompt_tokens,
         max_chunk_tokens=min(st.launch_chunk, max(st.cfg.candidates or (st.launch_chunk,))))
-    decision = st.controller.decide(snap)
+    if st.learner is not None:  # never half an ALP update (the learner thread holds it)
+        with st.learner.lock:
+            decision = st.controller.decide(snap)
+    else:
+        decision = st.controller.decide(snap)
     chunk = min(st.cfg.snap_chunk(int(decision.chunk_tokens)), st.launch_chunk)
     predicted = decision.predicted_stage_ms
     st.log.count("decisions")

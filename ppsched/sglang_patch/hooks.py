@@ -103,6 +103,7 @@ def _after_init_dispatcher(result, sched) -> None:
                             graphs=graphs, loop_slots=slots,
                             timer=timer_for(device_type, getattr(sched, "device_module", None),
                                             forward_stream_of(sched)))
+        stage_feed.attach_learner(state)
         from sglang.utils import TypeBasedDispatcher
 
         sched._request_dispatcher += TypeBasedDispatcher([(PpschedDecision, _on_decision)])

@@ -19,6 +19,7 @@ from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.sglang_patch import translate
 from ppsched.sglang_patch.device_timing import FinishedStage, learnable
+from ppsched.sglang_patch.learner import StageLearner
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +99,36 @@ def record(st, done: FinishedStage) -> None:
     learned = refused is None and kind != "empty" and st.rank == 0 \
         and st.controller is not None and st.active
     st.log.count("stage_measurements")
+    if source_learnable:
+        st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
+    measurement = StageMeasurement(st.now(), stage.slot, 0, shape, done.ms) if learned else None
+    if st.learner is not None:  # rank 0: ALP predicts, learns and logs it off the turn
+        st.learner.submit(shape, measurement, (st, done, learned, refused))
+        return
     # ALP's prediction of this very batch before it learns from it (rank 0: the controller)
     predictor = getattr(st.controller, "predictor", None) if st.rank == 0 else None
     alp_ms = round(predictor.predict(shape), 3) \
         if predictor is not None and kind != "empty" else None
+    _log_stage(alp_ms, st, done, learned, refused)
+    if measurement is not None:
+        st.controller.observe(measurement)
+
+
+def attach_learner(st, *, background: bool = True) -> None:
+    """Rank 0 with a controller: learn stages off the turn (``learner.StageLearner``)."""
+    if st.rank != 0 or st.controller is None:
+        return
+
+    def failed(exc: BaseException) -> None:
+        st.warn_once("learn", "ALP learning failed (learning stops, decisions go on): %r", exc)
+        st.log.count("errors")
+
+    st.learner = StageLearner(st.controller, _log_stage, failed, background=background)
+
+
+def _log_stage(alp_ms: float | None, st, done: FinishedStage, learned: bool,
+               refused: str | None) -> None:
     st.log.write_later("stage", _stage_fields, done, alp_ms, learned, refused)
-    if source_learnable:
-        st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
-    if learned:
-        st.controller.observe(StageMeasurement(st.now(), stage.slot, 0, shape, done.ms))
 
 
 def _stage_fields(done: FinishedStage, alp_ms: float | None, learned: bool,

@@ -61,6 +61,7 @@ class PluginState:
     logged_once: set = field(default_factory=set)
     sched: object = None  # the Scheduler this process runs
     agreement: object = None  # agreement.Agreement: act only once every rank enabled alike
+    learner: object = None  # learner.StageLearner: rank 0 learns stages off the turn (None: inline)
 
     @property
     def slots(self) -> int:
