@@ -8,21 +8,12 @@ One server, shared by the assertions. Ports 32000-32999.
 from __future__ import annotations
 
 import json
-import os
-import re
-import urllib.request
 
 import pytest
+from live_support import cleared_ppsched_env, metric, serve_replay_scrape
 
 from ppsched.core.requests import RequestSpec
-from ppsched.experiments.live_replay import ReplayOptions, replay
-from ppsched.sglang_patch.cpu_server import (
-    cpu_args,
-    free_port,
-    launch,
-    make_tiny_model,
-    sglang_python,
-)
+from ppsched.sglang_patch.cpu_server import sglang_python
 from ppsched.sglang_patch.metrics import COUNTERS
 
 PY = sglang_python()
@@ -33,32 +24,16 @@ pytestmark = [pytest.mark.live,
 SPECS = [RequestSpec(i, 0.05 * i, 40 + 30 * i, 6) for i in range(8)]
 
 
-def _clean_env() -> dict[str, str]:
-    return {k: "" for k in os.environ if k.startswith("PPSCHED_")}
-
-
-def metric(text: str, name: str, rank: int) -> float | None:
-    m = re.search(rf'^{name}\{{pp_rank="{rank}"\}} ([0-9.e+-]+)$', text, re.M)
-    return float(m.group(1)) if m else None
-
-
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fail-rank1")
-    model = os.environ.get("PPSCHED_LIVE_MODEL") or make_tiny_model(PY, tmp / "tiny")
     log = tmp / "decisions.jsonl"
-    env = {**_clean_env(), "PPSCHED_CHUNK": "py:ppsched.sglang_patch.testing:fail_on_rank_chunk",
+    env = {**cleared_ppsched_env(),
+           "PPSCHED_CHUNK": "py:ppsched.sglang_patch.testing:fail_on_rank_chunk",
            "PPSCHED_TEST_FAIL_RANK": "1", "PPSCHED_DS": "on", "PPSCHED_DECISION_LOG": str(log),
            "PPSCHED_CANDIDATES": "32,64"}
-    server = launch(PY, cpu_args(model, free_port(32000, 32999), chunk=64,
-                                 extra=("--enable-metrics",)), tmp / "server.log", env=env)
-    try:
-        records, _ = replay(server.url, SPECS, ReplayOptions(concurrency=8))
-        metrics = urllib.request.urlopen(server.url + "/metrics", timeout=30).read().decode()
-        yield {"server": server, "records": records, "metrics": metrics, "log": log,
-               "healthy": server.healthy()}
-    finally:
-        server.stop()
+    for run in serve_replay_scrape(PY, tmp, env, SPECS, range(32000, 33000), concurrency=8):
+        yield {**run, "log": log}
 
 
 def test_server_keeps_serving_stock(failing):

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import urllib.request
 
 import pytest
+from live_support import cleared_ppsched_env, metric, serve_replay_scrape
 
 from ppsched.core.requests import RequestSpec
-from ppsched.experiments.live_replay import ReplayOptions, replay
-from ppsched.sglang_patch.cpu_server import (
-    cpu_args,
-    free_port,
-    launch,
-    make_tiny_model,
-    sglang_python,
-)
+from ppsched.sglang_patch.cpu_server import sglang_python
 
 PY = sglang_python()
 pytestmark = [pytest.mark.live,
@@ -47,31 +39,18 @@ _metadata.version = version
 '''
 
 
-def metric(text: str, name: str, rank: int) -> float | None:
-    m = re.search(rf'^{name}\{{pp_rank="{rank}"\}} ([0-9.e+-]+)$', text, re.M)
-    return float(m.group(1)) if m else None
-
-
 @pytest.fixture(scope="module")
 def other_version(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("other-version")
     (tmp / "site").mkdir()
     (tmp / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    model = os.environ.get("PPSCHED_LIVE_MODEL") or make_tiny_model(PY, tmp / "tiny")
     log = tmp / "decisions.jsonl"
     path = os.pathsep.join(p for p in (str(tmp / "site"), os.environ.get("PYTHONPATH")) if p)
-    env = {**{k: "" for k in os.environ if k.startswith("PPSCHED_")},
-           "PPSCHED_CHUNK": "predictive", "PPSCHED_CANDIDATES": "32,64", "PPSCHED_DS": "on",
+    env = {**cleared_ppsched_env(), "PPSCHED_CHUNK": "predictive",
+           "PPSCHED_CANDIDATES": "32,64", "PPSCHED_DS": "on",
            "PPSCHED_DECISION_LOG": str(log), "PYTHONPATH": path}
-    server = launch(PY, cpu_args(model, free_port(34000, 34999), chunk=64,
-                                 extra=("--enable-metrics",)), tmp / "server.log", env=env)
-    try:
-        records, _ = replay(server.url, SPECS, ReplayOptions(concurrency=6))
-        metrics = urllib.request.urlopen(server.url + "/metrics", timeout=30).read().decode()
-        yield {"server": server, "records": records, "metrics": metrics, "log": log,
-               "healthy": server.healthy()}
-    finally:
-        server.stop()
+    for run in serve_replay_scrape(PY, tmp, env, SPECS, range(34000, 35000), concurrency=6):
+        yield {**run, "log": log}
 
 
 def test_server_serves_stock(other_version):
