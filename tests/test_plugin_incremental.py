@@ -156,6 +156,9 @@ def reference_decide(st, sched):
     hold_rids = ()
     if queued_tokens is None:
         queued_tokens = sum(_ref_remaining(r) for r in waiting)
+    for r in slot_reqs[st.slot]:  # the slot's finished requests: their TPOT, then forgotten
+        if r.finished() and st.clock.get(r.rid) is not None:
+            st.clock.observe(r, now)
     running = _slot_decode_set(sched, mbs, st.slot)
     hb = st.held.get(st.slot)
     held = [r for r in hb.reqs if not r.finished()] if hb is not None else []
@@ -301,6 +304,8 @@ def test_fast_path_decides_exactly_as_the_per_request_path():
             ref.recent_stage_ms.append(10.0 + turn % 5)
     assert holds_seen > 0  # the run exercised DS holds, not only chunk decisions
     assert locked and all(locked)  # never a decision during an ALP update
+    assert fast.clock.recent_tpot_ms  # finished requests gave TPOT samples
+    assert list(fast.clock.recent_tpot_ms) == list(ref.clock.recent_tpot_ms)
     assert settled > 20 and built > 20  # and both DS paths
 
 

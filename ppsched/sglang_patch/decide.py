@@ -159,6 +159,8 @@ def _decide_holds(st, sched, mbs, reads: TurnReads, now, kv_free, kv_total):
     slot = st.slot
     held_batch = st.held.get(slot)
     done = reads.flags(slot)
+    if any(done):  # TPOT samples of the slot's finished requests (DS and greedy read them)
+        st.clock.finish(compress(reads.slot_reqs[slot], done), now)
     running = _slot_decode_set(sched, mbs, slot, done[:len(mbs[slot].reqs)])
     held = [r for r in held_batch.reqs if not r.finished()] if held_batch is not None else []
     if len(running) + len(held) < 2:

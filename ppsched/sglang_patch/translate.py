@@ -140,6 +140,15 @@ class RequestClock:
         while self._steps:
             self._settle_step(next(iter(self._steps)))
 
+    def finish(self, reqs: Iterable, now_s: float) -> None:
+        """Finished requests still in a slot's batch: their last token and TPOT sample, then
+        forgotten. Only tracked ones: an untracked finished request was never seen decoding."""
+        self.settle()
+        get = self._times.get
+        for req in reqs:
+            if get(req.rid) is not None:
+                self.observe_counts(req, len(req.origin_input_ids), len(req.output_ids), now_s)
+
     def track(self, reqs: Sequence, now_s: float) -> None:
         """Arrive every request of ``reqs`` the clock does not know yet, in order (what
         ``queued`` does for each), without building their queue entries. The same requests as
