@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/bench_dcp_shifting.py --workload alternating [--model qwen2.5-32b]
               [--chunks static:128,...,predictive] [--seeds 0] [--slo-scale 1.0]
+              [--only code|conv]  (code-conv: one phase for the whole run)
 Same verdict as ``ppsched goodput`` (``ppsched.metrics.steady``: P90 TTFT/TPOT on the
 measurement window, admissions keep up, the last quarter too), window from the workload's median
 output; search: double/halve from --start, then bisect to 2%. Goodput per seed and the lowest
@@ -29,9 +30,9 @@ STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,st
 
 def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int) -> bool:
     slo = Slo().scaled(args.slo_scale)
-    probe = shifting_workload(args.workload, 1.0, 600.0, seed)
+    probe = shifting_workload(args.workload, 1.0, 600.0, seed)  # whole mix: same window --only
     window = window_for(float(np.median([r.output_tokens for r in probe.requests])), Slo())
-    wl = shifting_workload(args.workload, rate, window.arrivals_s, seed)
+    wl = shifting_workload(args.workload, rate, window.arrivals_s, seed, only=args.only)
     cfg = RunConfig(model=args.model, chunk=chunk, slo=slo, seed=seed, mixed_chunk=True)
     v = verdict(simulate(cfg, wl).records, window, slo)
     print(f"  {chunk:<18} seed {seed} rate {rate:6.3f}: {v.reason}", flush=True)
@@ -70,6 +71,7 @@ def main() -> int:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--slo-scale", type=float, default=1.0)
     ap.add_argument("--start", type=float, default=4.0)
+    ap.add_argument("--only", default=None, help="code-conv: keep one phase (code or conv)")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     result: dict[str, list[float]] = {}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppsched.core.errors import UserError
-from ppsched.traces.shifting import alternating, diurnal, shifting_workload
+from ppsched.traces.shifting import alternating, code_conv, diurnal, phase_of, shifting_workload
 
 
 def test_alternating_phases_swap_the_mix():
@@ -31,6 +31,23 @@ def test_diurnal_rate_swings_around_its_mean():
     assert [r.req_id for r in w.requests] == list(range(len(w)))
 
 
+def test_code_conv_phases_draw_from_their_own_trace():
+    w = code_conv(3.0, 600.0, seed=2, period_s=150.0)
+    arrival, prompt, output = w.arrays()
+    code = (arrival // 150.0).astype(int) % 2 == 0
+    # azure-code: output p50 13, prompt p50 1469; azure-conv: output p50 129, prompt p50 1020
+    assert np.median(output[code]) < 30 < 80 < np.median(output[~code])
+    assert np.median(prompt[code]) > 1.2 * np.median(prompt[~code])
+    assert 0.8 < len(w) / (3.0 * 600.0) < 1.2  # one Poisson stream at the asked rate
+    assert code_conv(3.0, 600.0, seed=2, period_s=150.0).requests == w.requests  # seeded
+    assert code_conv(3.0, 600.0, seed=3, period_s=150.0).requests != w.requests
+    only = code_conv(3.0, 600.0, seed=2, only="conv").arrays()
+    assert np.array_equal(only[0], arrival)  # same arrivals, every one with conv lengths
+    assert np.array_equal(only[2][~code], output[~code])
+    assert np.median(only[2][code]) > 80
+    assert [phase_of("code-conv", t) == "code" for t in arrival] == list(code)
+
+
 def test_bad_arguments_are_user_errors():
     with pytest.raises(UserError):
         shifting_workload("sawtooth", 1.0, 10.0)
@@ -38,3 +55,11 @@ def test_bad_arguments_are_user_errors():
         alternating(0.0, 10.0)
     with pytest.raises(UserError):
         diurnal(1.0, 10.0, depth=1.0)
+    with pytest.raises(UserError, match="only='chat'"):
+        code_conv(1.0, 10.0, only="chat")
+    with pytest.raises(UserError, match="only code-conv"):
+        shifting_workload("alternating", 1.0, 10.0, only="code")
+    with pytest.raises(UserError):
+        code_conv(1.0, 10.0, period_s=0.0)
+    with pytest.raises(UserError, match="sawtooth"):
+        phase_of("sawtooth", 1.0)

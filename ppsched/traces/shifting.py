@@ -6,9 +6,15 @@ right for all of it.
   outputs 512-1024: wants small chunks that keep TPOT down), Poisson at the same request rate.
 - ``diurnal``: azure-conv lengths, Poisson with a rate that swings sinusoidally between
   (1 - depth) and (1 + depth) times the mean over ``period_s`` (thinning), a compressed day.
+- ``code_conv``: one deployment's traffic alternating, ``period_s`` each, between its code phase
+  (azure-code lengths: prompt p50 1469 / p90 5188 tokens, output p50 13: long prompts, few
+  decoders) and its conversation phase (azure-conv lengths: prompt p50 1020, output p50 129: many
+  decoders ride in every stage). Both real Azure 2023 traces, Poisson at one rate. Built to test
+  whether such phases want different chunks; measured (bench/dcp.md "Shifting load"): on the
+  simulated A100 at SLO 1.0 both phases want the same fixed chunk.
 
 Seeded like ``load_workload``: one stream for arrivals, one for lengths. Not in the named catalog
-(wiring a generator there is a change to ``traces/load.py``); ``bench/bench_dcp.py --shifting``
+(wiring a generator there is a change to ``traces/load.py``); ``bench/bench_dcp_shifting.py``
 runs them.
 """
 
@@ -26,7 +32,12 @@ from ppsched.traces.workload import Workload
 
 PREFILL_HEAVY = ((512, 1024), (32, 64))  # (prompt range, output range), inclusive
 DECODE_HEAVY = ((32, 64), (512, 1024))
-SHIFTING_NAMES = ("alternating", "diurnal")
+# code_conv's phases, in order: the trace each one draws its lengths from
+CODE_CONV_PHASES = {"code": "azure-code", "conv": "azure-conv"}
+SHIFTING_NAMES = ("alternating", "diurnal", "code-conv")
+ALTERNATING_PERIOD_S = 120.0
+DIURNAL_PERIOD_S = 300.0
+CODE_CONV_PERIOD_S = 150.0
 
 
 def _check(rate: float, duration_s: float, period_s: float) -> None:
@@ -36,7 +47,8 @@ def _check(rate: float, duration_s: float, period_s: float) -> None:
             raise UserError(f"shifting workload {name}={value!r}: expected seconds > 0")
 
 
-def alternating(rate: float, duration_s: float, seed: int = 0, period_s: float = 120.0
+def alternating(rate: float, duration_s: float, seed: int = 0,
+                period_s: float = ALTERNATING_PERIOD_S
                 ) -> Workload:
     """Prefill-heavy and decode-heavy phases of ``period_s`` each, starting prefill-heavy."""
     _check(rate, duration_s, period_s)
@@ -56,7 +68,7 @@ def alternating(rate: float, duration_s: float, seed: int = 0, period_s: float =
                     arrival=f"poisson rate={rate} seed={seed}")
 
 
-def diurnal(rate: float, duration_s: float, seed: int = 0, period_s: float = 300.0,
+def diurnal(rate: float, duration_s: float, seed: int = 0, period_s: float = DIURNAL_PERIOD_S,
             depth: float = 0.8, data_dir: str | None = None) -> Workload:
     """azure-conv lengths; Poisson at rate * (1 + depth * sin(2 pi t / period_s)), mean ``rate``."""
     _check(rate, duration_s, period_s)
@@ -78,7 +90,56 @@ def diurnal(rate: float, duration_s: float, seed: int = 0, period_s: float = 300
                     arrival=f"modulated poisson rate={rate} seed={seed}")
 
 
-def shifting_workload(name: str, rate: float, duration_s: float, seed: int = 0) -> Workload:
+def code_conv(rate: float, duration_s: float, seed: int = 0,
+              period_s: float = CODE_CONV_PERIOD_S,
+              only: str | None = None, data_dir: str | None = None) -> Workload:
+    """Code and conversation phases of ``period_s`` each, starting with code; lengths drawn i.i.d.
+    from each phase's trace. ``only`` ("code" or "conv") keeps that phase for the whole run (to
+    see which fixed chunk each phase wants on its own). The default 150 s period puts equal
+    shares of both phases in a 60 s warm-up + 300 s measurement window."""
+    _check(rate, duration_s, period_s)
+    if only is not None and only not in CODE_CONV_PHASES:
+        raise UserError(f"code_conv only={only!r}: expected None or one of "
+                        f"{', '.join(CODE_CONV_PHASES)}")
+    # One seed for both: the same Poisson arrival stream, each arrival taking the lengths of the
+    # trace whose phase it falls in (resample: i.i.d. rows, so each seed sees its own sample).
+    phases = [load_workload(trace, rate=rate, duration_s=duration_s, seed=seed,
+                            data_dir=data_dir, resample=True).requests
+              for trace in CODE_CONV_PHASES.values()]
+    names = list(CODE_CONV_PHASES)
+    requests = []
+    for i, r in enumerate(phases[0]):
+        phase = names.index(only) if only is not None else int(r.arrival_s // period_s) % 2
+        src = phases[phase][i]
+        requests.append(RequestSpec(i, r.arrival_s, src.prompt_tokens, src.output_tokens))
+    shape = (f"only the {only} phase" if only is not None else
+             f"alternating phases of {period_s:g} s: code (azure-code lengths) then "
+             "conversation (azure-conv lengths)")
+    return Workload("code-conv", tuple(requests), source="azure-code+azure-conv",
+                    notes=(shape,), arrival=f"poisson rate={rate} seed={seed}")
+
+
+def phase_of(name: str, arrival_s: float) -> str:
+    """The phase a request arriving at ``arrival_s`` belongs to, at each generator's defaults
+    (diurnal: the half period above or below the mean rate)."""
+    if name == "alternating":
+        return "prefill-heavy" if int(arrival_s // ALTERNATING_PERIOD_S) % 2 == 0 \
+            else "decode-heavy"
+    if name == "code-conv":
+        return list(CODE_CONV_PHASES)[int(arrival_s // CODE_CONV_PERIOD_S) % 2]
+    if name == "diurnal":
+        return "high" if arrival_s % DIURNAL_PERIOD_S < DIURNAL_PERIOD_S / 2 else "low"
+    raise UserError(f"shifting workload {name!r}: expected one of {', '.join(SHIFTING_NAMES)}")
+
+
+def shifting_workload(name: str, rate: float, duration_s: float, seed: int = 0,
+                      only: str | None = None) -> Workload:
+    """A shifting workload by name; ``only`` picks one phase of ``code-conv``."""
+    if only is not None and name != "code-conv":
+        raise UserError(f"shifting workload {name!r} with only={only!r}: only code-conv has "
+                        "phases to pick")
+    if name == "code-conv":
+        return code_conv(rate, duration_s, seed, only=only)
     if name == "alternating":
         return alternating(rate, duration_s, seed)
     if name == "diurnal":
