@@ -16,14 +16,15 @@ from ppsched.experiments.policies import POLICIES  # noqa: E402
 POLICY_COLORS = {
     "tp4": "#7f7f7f", "static-2048": "#d62728", "oracle-static": "#ff7f0e",
     "sglang-dynamic": "#9467bd", "greedy": "#2ca02c", "predictive": "#1f77b4",
-    "predictive-ds": "#17becf",
+    "predictive-ds": "#17becf", "predictive-paper": "#8c564b", "greedy-paper": "#bcbd22",
 }
 
 
 # Distinct markers and dashes so that policies with equal results stay visible.
 POLICY_STYLES = {"oracle-static": ("s", "--"), "static-2048": ("o", "-"), "tp4": ("v", "-"),
                  "sglang-dynamic": ("D", "-"), "greedy": ("^", "-"), "predictive": ("o", "-"),
-                 "predictive-ds": ("P", ":")}
+                 "predictive-ds": ("P", ":"), "predictive-paper": ("X", "-."),
+                 "greedy-paper": ("^", "-.")}
 
 
 def line_style(policy_key: str) -> dict:
