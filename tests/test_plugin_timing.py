@@ -128,6 +128,7 @@ def make_state(tmp_path, monkeypatch):
                          log=DecisionLog(str(tmp_path / "log.jsonl"), 0),
                          device_type=device_type, timer=timer,
                          graphs=graphs_from_captured(graphs))
+        stage_feed.attach_learner(st, background=False)  # rank 0, as the plugin sets it up
         monkeypatch.setattr(hooks, "STATE", st)
         return st
     return make

@@ -14,6 +14,8 @@ Smallest c with supply >= demand among those meeting TPOT; none: the largest mee
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -74,15 +76,13 @@ def smallest_feasible(prefill: Sequence[int], stage: Sequence[float], pp: int, t
     return feasible, meets_tpot
 
 
+@dataclass(frozen=True)
 class PaperRule:
-    per_microbatch = False
-
-    def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
-                 constants: PaperConstants) -> None:
-        self.slo = slo
-        self.pp = pp_size
-        self.predictor = predictor
-        self.k = constants
+    per_microbatch: ClassVar[bool] = False
+    slo: Slo
+    pp: int  # pipeline stages (pp_size)
+    predictor: StagePredictor
+    k: PaperConstants
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:

@@ -24,6 +24,9 @@ stage times are the only inputs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.calibrate import TileResidual
@@ -50,15 +53,13 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int) -> float:
     return round_ms * snap.kv_total_tokens / used
 
 
+@dataclass(frozen=True)
 class SloRule:
-    per_microbatch = True
-
-    def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
-                 residual: TileResidual) -> None:
-        self.slo = slo
-        self.pp = pp_size
-        self.predictor = predictor
-        self.residual = residual
+    per_microbatch: ClassVar[bool] = True
+    slo: Slo
+    pp: int  # pipeline stages (pp_size)
+    predictor: StagePredictor
+    residual: TileResidual
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:

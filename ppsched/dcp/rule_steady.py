@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -65,15 +67,13 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
     return out
 
 
+@dataclass(frozen=True)
 class SteadyRule:
-    per_microbatch = False
-
-    def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
-                 constants: PaperConstants) -> None:
-        self.slo = slo
-        self.pp = pp_size
-        self.predictor = predictor
-        self.k = constants
+    per_microbatch: ClassVar[bool] = False
+    slo: Slo
+    pp: int  # pipeline stages (pp_size)
+    predictor: StagePredictor
+    k: PaperConstants
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:

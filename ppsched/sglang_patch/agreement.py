@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -97,3 +98,24 @@ class Agreement:
     def _publish(self, on: bool, reason: str) -> None:
         self.verdict, self.reason = on, reason
         self.store.set(VERDICT, "on" if on else "off:" + reason)
+
+
+def over_torch_store() -> Agreement:
+    """The agreement over torch.distributed's store (spans nodes); no store: off unless alone.
+    Timeout: PPSCHED_AGREE_TIMEOUT_S, else DEFAULT_TIMEOUT_S."""
+    timeout = float(os.environ.get("PPSCHED_AGREE_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            return Agreement(None, 0, 1, True, timeout)
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        rank, size = dist.get_rank(), dist.get_world_size()
+        try:
+            store = _get_default_store()
+        except Exception:  # noqa: BLE001
+            store = None
+        return Agreement(store, rank, size, rank == 0, timeout)
+    except Exception:  # noqa: BLE001
+        return Agreement(None, 0, 2, True, timeout)  # unknown layout: never act alone

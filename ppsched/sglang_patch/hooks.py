@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from ppsched.sglang_patch import holds, stage_feed
-from ppsched.sglang_patch.agreement import DEFAULT_TIMEOUT_S, Agreement, fingerprint
+from ppsched.sglang_patch.agreement import Agreement, fingerprint, over_torch_store
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
@@ -79,7 +79,7 @@ def _after_init_dispatcher(result, sched) -> None:
                        "runs stock", exc)
         return None
     metrics = _metrics_or_none(rank)
-    agreement = _agreement()
+    agreement = over_torch_store()
     cfg = _CFG
     try:
         launch_chunk = int(sched.chunked_prefill_size or 0)
@@ -140,7 +140,7 @@ def _after_init_refused(result, sched) -> None:
         rank = int(get_parallel().pp_rank)
         metrics = _metrics_or_none(rank)
         reason = f"PP rank {rank}: {_OFF_REASON}"[:400]
-        _report(_agreement(), False, reason)
+        _report(over_torch_store(), False, reason)
         if _CFG is not None and _CFG.decision_log and metrics is not None:
             log = DecisionLog(_CFG.decision_log, rank, metrics)  # the log says why, too
             log.write("disabled", iteration=-1, reason=reason)
@@ -156,28 +156,6 @@ def _metrics_or_none(rank: int) -> PluginMetrics | None:
     except Exception as exc:  # noqa: BLE001 - metrics are optional
         logger.warning("ppsched: no Prometheus series (%r)", exc)
         return None
-
-
-def _agreement() -> Agreement:
-    """The agreement over torch.distributed's store (spans nodes); no store: off unless alone."""
-    import os
-
-    timeout = float(os.environ.get("PPSCHED_AGREE_TIMEOUT_S", DEFAULT_TIMEOUT_S))
-    try:
-        import torch.distributed as dist
-
-        if not dist.is_initialized():
-            return Agreement(None, 0, 1, True, timeout)
-        from torch.distributed.distributed_c10d import _get_default_store
-
-        rank, size = dist.get_rank(), dist.get_world_size()
-        try:
-            store = _get_default_store()
-        except Exception:  # noqa: BLE001
-            store = None
-        return Agreement(store, rank, size, rank == 0, timeout)
-    except Exception:  # noqa: BLE001
-        return Agreement(None, 0, 2, True, timeout)  # unknown layout: never act alone
 
 
 def _report(agreement: Agreement, ok: bool, detail: str) -> None:

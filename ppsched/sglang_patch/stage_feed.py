@@ -96,22 +96,17 @@ def record(st, done: FinishedStage) -> None:
         st.log.count("stage_refused")
     elif stage.cuda_graph:
         refused = "cuda-graph replay (ALP models eager stages)"
-    learned = refused is None and kind != "empty" and st.rank == 0 \
-        and st.controller is not None and st.active
+    # the learner exists exactly on rank 0 with a controller (attach_learner)
+    learned = refused is None and kind != "empty" and st.learner is not None and st.active
     st.log.count("stage_measurements")
     if source_learnable:
         st.recent_stage_ms.append(done.ms)  # a true stage time, whatever its regime
-    measurement = StageMeasurement(st.now(), stage.slot, 0, shape, done.ms) if learned else None
-    if st.learner is not None:  # rank 0: ALP predicts, learns and logs it off the turn
-        st.learner.submit(shape, measurement, (st, done, learned, refused))
+    if st.learner is None:
+        _log_stage(None, st, done, learned, refused)
         return
-    # ALP's prediction of this very batch before it learns from it (rank 0: the controller)
-    predictor = getattr(st.controller, "predictor", None) if st.rank == 0 else None
-    alp_ms = round(predictor.predict(shape), 3) \
-        if predictor is not None and kind != "empty" else None
-    _log_stage(alp_ms, st, done, learned, refused)
-    if measurement is not None:
-        st.controller.observe(measurement)
+    # ALP predicts (for the record), learns and logs it, off the turn
+    measurement = StageMeasurement(st.now(), stage.slot, 0, shape, done.ms) if learned else None
+    st.learner.submit(shape, measurement, (st, done, learned, refused))
 
 
 def attach_learner(st, *, background: bool = True) -> None:
