@@ -28,6 +28,7 @@ from operator import mul
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features
 from ppsched.predictor.profile import LinearProfile
 
 PREFIX_SCALE = 2.0**21
@@ -69,6 +70,9 @@ NONNEGATIVE = ((3, None),)
 # iterations; now +6%). One first-band level is loose enough that the simulator's real offset
 # (+46% of that level at 128 tokens) stays an offset (bench/predictor.md).
 OFFSET_PRIOR_BANDS = 1.0
+# The device fit (device_fit.py) answers once it has been scored on this many batches inside its
+# box -- twice its number of weights -- and only while its prequential error there is below ALP's.
+FIT_MIN_SCORED = 2 * N_FEATURES
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -85,7 +89,8 @@ def features(shape: BatchShape) -> tuple[float, float, float, float]:
 class ALPredictor:
     def __init__(self, profile: LinearProfile, *, forgetting: float = 0.9975,
                  init_cov: float = 1.25, residual_clip: float = 0.4,
-                 correct_linear_online: bool = True) -> None:
+                 correct_linear_online: bool = True, device_fit: bool | None = None) -> None:
+        """``device_fit`` None: with ``correct_linear_online`` (the paper's ALP has neither)."""
         if not (0.0 < forgetting <= 1.0):
             raise UserError(f"forgetting={forgetting!r}: expected 0 < forgetting <= 1")
         if not (init_cov > 0 and math.isfinite(init_cov)):
@@ -112,6 +117,15 @@ class ALPredictor:
         self.clipped = 0
         self.scale = 1.0  # device scale: measured / profile-unit prediction (online only)
         self.scale_updates = 0
+        # the second opinion (device_fit.py) and both models' running APE on the batches
+        # inside its box, each scored before it learns the batch
+        if device_fit is None:
+            device_fit = self.correct_linear_online
+        self.fit = DeviceFit(self.forgetting) if device_fit else None
+        self.alp_ape = 0.0
+        self.fit_ape = 0.0
+        self.scored = 0
+        self.use_fit = False
 
     @staticmethod
     def _offset_prior_precision(profile: LinearProfile) -> float:
@@ -150,6 +164,11 @@ class ALPredictor:
             cross += prefix * extend
             square += extend * extend
             tokens += extend
+        if self.use_fit:  # the device fit, inside its box (None outside)
+            fitted = self.fit.predict_in_box(  # type: ignore[union-attr]
+                tokens, len(shape.prefill), shape.decode_ctx_sum, cross, square)
+            if fitted is not None and fitted > 0.0:
+                return fitted
         lin = self._linear(tokens)
         w = self.weights
         out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
@@ -172,6 +191,8 @@ class ALPredictor:
         w = self.weights
         p = self.cov
         predicted = lin + sum(map(mul, w, x))  # in the profile's units
+        if self.fit is not None:
+            self._second_opinion(shape, predicted * self.scale, measured_ms)
         if self.correct_linear_online and predicted > 0:
             self._learn_scale(measured_ms / (self.scale * predicted))
         measured_ms /= self.scale  # the RLS below works in the profile's units
@@ -204,6 +225,21 @@ class ALPredictor:
         if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
                 or not all(map(math.isfinite, w)):
             self._reset()
+
+    def _second_opinion(self, shape: BatchShape, alp_ms: float, measured_ms: float) -> None:
+        """Score ALP and the device fit on this batch if it lies in the fit's box (running
+        means, gain 1/k then the forgetting window), then teach the fit; choose the fit for
+        batches in its box while it is the better of the two."""
+        fit = self.fit
+        x = fit_features(shape)
+        if fit.covers(x):  # type: ignore[union-attr]
+            fitted = fit.predict_x(x)  # type: ignore[union-attr]
+            gain = max(1.0 / (self.scored + 1), 1.0 - self.forgetting)
+            self.alp_ape += gain * (abs(alp_ms - measured_ms) / measured_ms - self.alp_ape)
+            self.fit_ape += gain * (abs(fitted - measured_ms) / measured_ms - self.fit_ape)
+            self.scored += 1
+        fit.update(x, measured_ms)  # type: ignore[union-attr]
+        self.use_fit = self.scored >= FIT_MIN_SCORED and self.fit_ape < self.alp_ape
 
     def _learn_scale(self, ratio: float) -> None:
         """Device scale: a running geometric mean of measured/predicted (gain 1/k), then the
@@ -283,6 +319,9 @@ class ALPredictor:
             "weights": self.weights, "cov": self.cov, "scale": self.scale,
             "scale_updates": self.scale_updates, "updates": self.updates,
             "resets": self.resets, "clipped": self.clipped,
+            "device_fit": None if self.fit is None else {
+                **self.fit.state(), "alp_ape": self.alp_ape, "fit_ape": self.fit_ape,
+                "scored": self.scored},
         }, separators=(",", ":"))
 
     @classmethod
@@ -293,11 +332,19 @@ class ALPredictor:
             alp = cls(profile, forgetting=float(data["forgetting"]),
                       init_cov=float(data["init_cov"]),
                       residual_clip=float(data["residual_clip"]),
-                      correct_linear_online=bool(data["correct_linear_online"]))
+                      correct_linear_online=bool(data["correct_linear_online"]),
+                      device_fit=data.get("device_fit") is not None)
             weights = [float(v) for v in data["weights"]]
             cov = [[float(v) for v in row] for row in data["cov"]]
             scale = float(data.get("scale", 1.0))  # states saved before the device scale: 1
             scale_updates = int(data.get("scale_updates", 0))
+            fit_state = data.get("device_fit")
+            if fit_state is not None:
+                alp.fit.load(fit_state)  # type: ignore[union-attr]
+                alp.alp_ape = float(fit_state["alp_ape"])
+                alp.fit_ape = float(fit_state["fit_ape"])
+                alp.scored = int(fit_state["scored"])
+                alp.use_fit = alp.scored >= FIT_MIN_SCORED and alp.fit_ape < alp.alp_ape
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise UserError(f"ALP state JSON is malformed: {exc!r}") from exc
         if len(weights) != alp.n or len(cov) != alp.n or any(len(r) != alp.n for r in cov):

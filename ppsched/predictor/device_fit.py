@@ -1,0 +1,130 @@
+"""ALP's second opinion: the running device's stage times fitted from its own measurements alone.
+
+ALP (``alp.py``) prices a batch with the offline profile's shape -- its staircase, its ratio of
+attention to linear-layer time -- and learns a device scale, an offset and attention corrections
+whose priors keep that shape where the data are narrow (so a model trained on 128-token chunks
+still extrapolates to 2048). On a device whose cost shape is not the profile's (a CPU server:
+attention over a 400-token prefix costs as much as the 128 new tokens' linear layers; on an A100
+it is a few percent) those priors hold the profile's shape against the data, and ALP stays 40-50%
+off the measured stages (issue 18).
+
+``DeviceFit`` is the other estimate: recursive least squares with the same forgetting over six
+features of the batch, in the device's milliseconds, with a weak prior -- what the measurements
+say and nothing else. ALP answers with it only where it is the better predictor of the stages
+just seen (``ALPredictor``: prequential error, each prediction scored before it is learned from)
+and only for batches inside the box of features it was trained on: outside the data it cannot
+extrapolate safely, and the profile-anchored prediction answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import mul
+
+from ppsched.core.batch import BatchShape
+
+TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
+PREFIX_SCALE = 2.0**21  # as ALP's attention features
+EXTEND_SCALE = 2.0**20
+DECODE_CTX_SCALE = 1e5
+N_FEATURES = 6
+# Weak prior: weights 0 +- 100 ms per feature unit (the data decide within a few samples).
+PRIOR_VAR = 1e4
+COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step: restart at this
+
+
+def fit_features(shape: BatchShape) -> list[float]:
+    """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2), scaled."""
+    cross = 0
+    square = 0
+    tokens = shape.decode_count
+    for prefix, extend in shape.prefill:
+        cross += prefix * extend
+        square += extend * extend
+        tokens += extend
+    return [1.0, tokens / TOKEN_SCALE, float(len(shape.prefill)),
+            shape.decode_ctx_sum / DECODE_CTX_SCALE, cross / PREFIX_SCALE, square / EXTEND_SCALE]
+
+
+class DeviceFit:
+    def __init__(self, forgetting: float) -> None:
+        self.forgetting = forgetting
+        self.weights = [0.0] * N_FEATURES
+        self.cov = self._prior()
+        self.low = [float("inf")] * N_FEATURES  # the box of features learned from
+        self.high = [float("-inf")] * N_FEATURES
+        self.updates = 0
+        self.resets = 0
+
+    @staticmethod
+    def _prior() -> list[list[float]]:
+        return [[PRIOR_VAR if i == j else 0.0 for j in range(N_FEATURES)]
+                for i in range(N_FEATURES)]
+
+    def covers(self, x: Sequence[float]) -> bool:
+        """Inside the box of features seen (interpolation, not extrapolation)."""
+        low, high = self.low, self.high
+        return all(lo <= v <= hi for lo, v, hi in zip(low, x, high, strict=True))
+
+    def predict_in_box(self, tokens: int, pieces: int, decode_ctx: int, cross: int,
+                       square: int) -> float | None:
+        """``predict_x(fit_features(...))`` from the raw sums, None outside the box (the hot
+        path: a candidate scan calls this once per candidate)."""
+        x1 = tokens / TOKEN_SCALE
+        x3 = decode_ctx / DECODE_CTX_SCALE
+        x4 = cross / PREFIX_SCALE
+        x5 = square / EXTEND_SCALE
+        low, high = self.low, self.high
+        if not (low[1] <= x1 <= high[1] and low[2] <= pieces <= high[2]
+                and low[3] <= x3 <= high[3] and low[4] <= x4 <= high[4]
+                and low[5] <= x5 <= high[5]):
+            return None
+        w = self.weights
+        return w[0] + w[1] * x1 + w[2] * pieces + w[3] * x3 + w[4] * x4 + w[5] * x5
+
+    def predict_x(self, x: Sequence[float]) -> float:
+        return sum(map(mul, self.weights, x))
+
+    def update(self, x: list[float], measured_ms: float) -> None:
+        """One RLS step (``x``: ``fit_features`` of the batch; ``measured_ms`` > 0, finite)."""
+        p = self.cov
+        w = self.weights
+        err = measured_ms - sum(map(mul, w, x))
+        px = [sum(map(mul, row, x)) for row in p]
+        denom = self.forgetting + sum(map(mul, x, px))
+        inv_lambda = 1.0 / self.forgetting
+        for i in range(N_FEATURES):
+            ki = px[i] / denom
+            w[i] += ki * err
+            row = p[i]
+            for j in range(i, N_FEATURES):
+                v = (row[j] - ki * px[j]) * inv_lambda
+                row[j] = v
+                p[j][i] = v
+        for i, v in enumerate(x):
+            if v < self.low[i]:
+                self.low[i] = v
+            if v > self.high[i]:
+                self.high[i] = v
+        self.updates += 1
+        if any(not (0.0 < p[i][i] < COV_LIMIT) for i in range(N_FEATURES)):
+            self.cov = self._prior()  # keep the weights, forget their certainty
+            self.resets += 1
+
+    def state(self) -> dict:
+        return {"weights": self.weights, "cov": self.cov, "low": self.low, "high": self.high,
+                "updates": self.updates, "resets": self.resets}
+
+    def load(self, data: dict) -> None:
+        """Restore ``state()`` (values checked by the caller's JSON error handling)."""
+        weights = [float(v) for v in data["weights"]]
+        cov = [[float(v) for v in row] for row in data["cov"]]
+        low = [float(v) for v in data["low"]]
+        high = [float(v) for v in data["high"]]
+        if len(weights) != N_FEATURES or len(cov) != N_FEATURES or \
+                any(len(r) != N_FEATURES for r in cov) or len(low) != N_FEATURES or \
+                len(high) != N_FEATURES:
+            raise ValueError(f"device fit state: expected {N_FEATURES} features")
+        self.weights, self.cov, self.low, self.high = weights, cov, low, high
+        self.updates = int(data["updates"])
+        self.resets = int(data["resets"])
