@@ -28,8 +28,9 @@ PREFIX_SCALE = 2.0**21  # as ALP's attention features
 EXTEND_SCALE = 2.0**20
 DECODE_CTX_SCALE = 1e5
 N_FEATURES = 6
-# Weak prior: weights 0 +- 100 ms per feature unit (the data decide within a few samples).
-PRIOR_VAR = 1e4
+# Weak prior: weights 0 +- 1000 ms per feature unit (the data decide within a few samples;
+# the live CPU server needs ~1300 ms per 2^21 prefix x extend).
+PRIOR_VAR = 1e6
 COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step: restart at this
 
 

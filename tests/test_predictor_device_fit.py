@@ -1,0 +1,105 @@
+"""ALP's device fit (ppsched/predictor/device_fit.py): a device whose cost shape is not the
+profile's is learned from the data; outside the data the profile-anchored model answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ppsched.core.batch import BatchShape
+from ppsched.core.models import BUILTIN_MODELS
+from ppsched.predictor.alp import FIT_MIN_SCORED, ALPredictor
+from ppsched.predictor.device_fit import DeviceFit, fit_features
+from ppsched.predictor.profile import default_profile
+
+PROFILE = default_profile(BUILTIN_MODELS["qwen2.5-32b"], pp_size=4, tp=1)
+
+
+def cpu_like_ms(shape: BatchShape) -> float:
+    """A device unlike the A100 profile (shaped after the live CPU server, bench/predictor.md):
+    a fixed cost, a per-token cost from the first token, a cost per extend sequence and an
+    attention cost per prefix token that rivals the linear layers."""
+    cross = sum(p * e for p, e in shape.prefill)
+    return (3.0 + 0.08 * shape.batched_tokens + 4.0 * len(shape.prefill)
+            + 6e-4 * cross + 2e-3 * shape.decode_ctx_sum)
+
+
+def small_batch(rng: random.Random) -> BatchShape:
+    """What the live test's server runs: chunks <= 128 over prefixes < 600, or a few decodes."""
+    if rng.random() < 0.5:
+        return BatchShape(prefill=((rng.randrange(0, 600), rng.randrange(8, 129)),))
+    count = rng.randrange(1, 12)
+    return BatchShape(decode_count=count, decode_ctx_sum=count * rng.randrange(50, 700))
+
+
+def prequential_mape(alp: ALPredictor, rng: random.Random, steps: int, warmup: int) -> float:
+    errors = []
+    for _ in range(steps):
+        shape = small_batch(rng)
+        truth = cpu_like_ms(shape) * rng.uniform(0.97, 1.03)
+        errors.append(abs(alp.predict(shape) - truth) / truth)
+        alp.update(shape, truth)
+    return 100.0 * sum(errors[warmup:]) / len(errors[warmup:])
+
+
+def test_a_device_unlike_the_profile_is_learned():
+    with_fit = prequential_mape(ALPredictor(PROFILE), random.Random(0), 400, 100)
+    without = prequential_mape(ALPredictor(PROFILE, device_fit=False), random.Random(0), 400, 100)
+    print(f"\nCPU-like device, A100 profile: MAPE after 100 {with_fit:.1f}% with the device fit, "
+          f"{without:.1f}% without")
+    assert with_fit <= 5.0  # the data's own noise is +-3%
+    assert without >= 3 * with_fit  # the profile's shape alone cannot follow this device
+
+
+def test_outside_the_box_the_profile_anchored_model_answers():
+    alp = ALPredictor(PROFILE)
+    prequential_mape(alp, random.Random(1), 300, 0)
+    assert alp.use_fit
+    inside = BatchShape(prefill=((300, 64),))
+    big = BatchShape(prefill=((0, 2048),))
+    assert alp.fit.predict_in_box(2048, 1, 0, 0, 2048 * 2048) is None
+    alp.use_fit = False
+    profile_inside, profile_big = alp.predict(inside), alp.predict(big)
+    alp.use_fit = True
+    assert alp.predict(big) == profile_big  # the fit never extrapolates
+    assert alp.predict(inside) != profile_inside
+    assert alp.predict(inside) == pytest.approx(cpu_like_ms(inside), rel=0.05)
+
+
+def test_the_fit_answers_only_while_it_is_the_better_predictor():
+    # The device is exactly what the profile says (scale 1, no attention): ALP is right from
+    # the start and the fit is never chosen.
+    alp = ALPredictor(PROFILE)
+    rng = random.Random(2)
+    for _ in range(300):
+        shape = BatchShape(prefill=((0, rng.choice((128, 256, 512))),))
+        alp.update(shape, PROFILE.linear_ms(shape.batched_tokens))
+    assert alp.scored >= FIT_MIN_SCORED
+    assert not alp.use_fit and alp.alp_ape < alp.fit_ape
+
+
+def test_hot_path_matches_the_features():
+    fit = DeviceFit(0.9975)
+    rng = random.Random(3)
+    shapes = [small_batch(rng) for _ in range(200)]
+    for s in shapes:
+        fit.update(fit_features(s), cpu_like_ms(s))
+    for s in shapes[:50]:
+        x = fit_features(s)
+        assert fit.covers(x)
+        cross = sum(p * e for p, e in s.prefill)
+        square = sum(e * e for _, e in s.prefill)
+        assert fit.predict_in_box(s.batched_tokens, len(s.prefill), s.decode_ctx_sum, cross,
+                                  square) == pytest.approx(fit.predict_x(x), rel=1e-12)
+        assert fit.predict_x(x) == pytest.approx(cpu_like_ms(s), rel=1e-2)  # noiseless data
+
+
+def test_json_round_trip_keeps_the_fit_and_the_papers_alp_has_none():
+    alp = ALPredictor(PROFILE)
+    prequential_mape(alp, random.Random(4), 200, 0)
+    back = ALPredictor.from_json(alp.to_json())
+    shape = BatchShape(prefill=((100, 100),), decode_count=3, decode_ctx_sum=900)
+    assert back.use_fit == alp.use_fit and back.fit.weights == alp.fit.weights
+    assert back.predict(shape) == alp.predict(shape)
+    assert ALPredictor(PROFILE, correct_linear_online=False).fit is None
