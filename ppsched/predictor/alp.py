@@ -15,6 +15,11 @@ trained on 128-token chunks still extrapolates to 2048-token prefills. The bias 
 per-iteration overhead) has a prior at 0 +- one first-band level of the profile, so neither a
 negative nor a large positive offset can hold a profile for other hardware.
 
+Where the device's cost *shape* is not the profile's (the priors above keep the profile's shape
+where the data are narrow), a second estimate learned from the measurements alone, the device
+fit (``device_fit.py``), answers instead: only for batches inside the box of features it was
+trained on, and only while its prequential error there is below the formula's.
+
 Pure-Python arithmetic on 4-5 floats: at this size it beats numpy's per-call overhead
 (bench/bench_predictor.py measures both).
 """
