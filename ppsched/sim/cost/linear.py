@@ -51,6 +51,7 @@ class SourcePart:
     def describe(self) -> dict[str, object]:
         return {"source_model": self.source.model, "source_tp": self.source.tp,
                 "source_op": self.source.op, "source_dims": list(self.source.dims),
+                "source_lanes": self.source.lanes,
                 "source_kernel": self.source.kernel.name, "launches": self.launches,
                 "work_ratio": round(self.work_ratio, 6), "log_distance": round(self.distance, 6),
                 "weight": round(self.weight, 4),
@@ -65,6 +66,8 @@ class ScaledOp:
     op: str
     dims: tuple[int, ...]
     parts: tuple[SourcePart, ...]
+    lanes: int | None = None  # elementwise: elements per token its thread blocks span
+    lane_share: float = 0.0  # measured cost of an idle lane relative to a busy one
 
     @property
     def source(self) -> OpProfile:
@@ -80,7 +83,8 @@ class ScaledOp:
 
     def describe(self) -> dict[str, object]:
         first = self.parts[0].describe()
-        return {"op": self.op, "dims": list(self.dims), **first,
+        return {"op": self.op, "dims": list(self.dims), "lanes": self.lanes,
+                "lane_share": self.lane_share, **first,
                 "blend": [p.describe() for p in self.parts[1:]]}
 
 
@@ -88,9 +92,55 @@ def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
 
 
-def _work(dims: Sequence[int], kernel: Kernel) -> int:
-    """Work per token and launch: K*N for a GEMM; tensor passes x width for elementwise ops."""
-    return kernel.passes * math.prod(dims)
+def _work(dims: Sequence[int], kernel: Kernel, lanes: int | None = None,
+          share: float = 0.0) -> float:
+    """Work per token and launch: K*N for a GEMM; for elementwise ops tensor passes x the width,
+    where a one-block-per-token kernel's idle lanes (``lanes`` - width, LayerShape.lanes) count
+    with the measured ``share`` (lane_share)."""
+    width = math.prod(dims)
+    if lanes is not None and share:
+        width += share * (lanes - width)
+    return kernel.passes * width
+
+
+def _log_times(profiles: Sequence[OpProfile]) -> np.ndarray:
+    """log(time per launch) of each profile at every token count 1..MAX_PROFILED_TOKENS (row 0
+    repeats token 1)."""
+    grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
+    grid[0] = 1.0
+    return np.log(np.array([np.interp(grid, p.tokens, p.median_ms) / p.kernel.launches
+                            for p in profiles]))
+
+
+def _slopes(log_work: np.ndarray, log_ms: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares slope of log time on log work at each token count, and the residual sum of
+    squares over all of them."""
+    dx = log_work - log_work.mean()
+    dy = log_ms - log_ms.mean(axis=0)
+    slope = (dx[:, None] * dy).sum(axis=0) / (dx * dx).sum()
+    return slope, float(((dy - slope * dx[:, None]) ** 2).sum())
+
+
+LANE_SHARES = np.linspace(0.0, 1.0, 21)
+
+
+def lane_share(kernel: Kernel, pool: Iterable[OpProfile],
+               exclude_model: str | None = None) -> float:
+    """How much an idle lane of a one-block-per-token kernel costs relative to a busy one,
+    measured: the share in [0, 1] (steps of 0.05) whose effective work, width + share x idle
+    lanes, best explains the times of every profile of that kernel in the pool (all models but
+    ``exclude_model``) in one log-log fit per token count. An idle lane still holds its block's
+    slot on the SM until the block's last pass ends (occupancy), but moves no bytes; the
+    profiles measure SiluAndMul ~0.7 and rope ~0.3. 0 where no profile has idle lanes."""
+    same = [p for p in pool if p.kernel.name == kernel.name and p.model != exclude_model
+            and p.lanes is not None]
+    padded = [p.lanes != math.prod(p.dims) for p in same]
+    if not kernel.block_threads or len(same) < 3 or not any(padded):
+        return 0.0
+    log_ms = _log_times(same)
+    best = min(LANE_SHARES, key=lambda share: _slopes(np.log(np.array(
+        [_work(p.dims, p.kernel, p.lanes, share) for p in same])), log_ms)[1])
+    return float(best)
 
 
 def _kernel(op: str, gated: bool, kernel: Kernel | None) -> Kernel:
@@ -118,8 +168,10 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
 
 def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
                     exclude_model: str | None = None, tp: int = 1, gated: bool = True,
-                    kernel: Kernel | None = None) -> list[tuple[OpProfile, float]]:
-    """Every profile that may stand in for (op, dims), best first (see nearest_profile)."""
+                    kernel: Kernel | None = None, lanes: int | None = None,
+                    share: float = 0.0) -> list[tuple[OpProfile, float]]:
+    """Every profile that may stand in for (op, dims), best first (see nearest_profile);
+    elementwise distances in effective work (``lanes``, ``share``: see _work)."""
     any_gemm = op == "lm_head"
     kernel = _kernel(op, gated, kernel)
     elementwise = len(dims) == 1
@@ -133,7 +185,8 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         elif prof.op != op and not (elementwise and prof.kernel.name == kernel.name):
             continue
         if elementwise:
-            distance = _log_distance((_work(dims, kernel),), (_work(prof.dims, prof.kernel),))
+            distance = _log_distance((_work(dims, kernel, lanes, share),),
+                                     (_work(prof.dims, prof.kernel, prof.lanes, share),))
             # same implementation first, then same op (another op of the implementation only
             # stands in where the op has none of it: torch GELU <- torch add), then layer family
             family = (prof.kernel.name != kernel.name, prof.op != op, prof.gated != gated)
@@ -147,36 +200,34 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
 
 
 def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
-                    exclude_model: str | None = None) -> np.ndarray:
+                    exclude_model: str | None = None, share: float = 0.0) -> np.ndarray:
     """d log(time per launch) / d log(work per launch) of ``source``'s op at each token count
     0..4096: the least-squares slope over every profile of that op and kernel (GEMMs: of that
     layer family) in the pool (all models but ``exclude_model``, all TP degrees), clipped to
-    [0, 1] (time never shrinks with more work nor grows faster than it)."""
-    grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
-    grid[0] = 1.0
+    [0, 1] (time never shrinks with more work nor grows faster than it). Work is effective work
+    (idle lanes at ``share``, see lane_share)."""
     same = [p for p in pool if p.op == source.op and p.model != exclude_model
             and p.kernel == source.kernel and p.gated == source.gated]
-    log_work = np.array([math.log(_work(p.dims, p.kernel)) for p in same])
+    log_work = np.array([math.log(_work(p.dims, p.kernel, p.lanes, share)) for p in same])
     if len(same) < 2 or np.ptp(log_work) == 0.0:
-        return np.ones(grid.shape)  # nothing measured to say otherwise: the FLOP ratio
-    log_ms = np.log(np.array([np.interp(grid, p.tokens, p.median_ms) / p.kernel.launches
-                              for p in same]))
-    dx = log_work - log_work.mean()
-    slope = (dx[:, None] * (log_ms - log_ms.mean(axis=0))).sum(axis=0) / (dx * dx).sum()
-    return np.clip(slope, 0.0, 1.0)
+        return np.ones(MAX_PROFILED_TOKENS + 1)  # nothing measured to say otherwise: FLOPs
+    return np.clip(_slopes(log_work, _log_times(same))[0], 0.0, 1.0)
 
 
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1, gated: bool = True,
-             kernel: Kernel | None = None) -> ScaledOp:
+             kernel: Kernel | None = None, lanes: int | None = None) -> ScaledOp:
     """The prediction of (op, dims): the nearest profile, scaled by work with the measured
     elasticity. A GEMM of a profiled role blends its GEMM_BLEND nearest shapes of that role and
     layer family (geometric mean, weights 1/log-distance: Shepard's inverse-distance rule); an
     exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest; an
-    elementwise op's time is per launch times the target's launches (``kernel``)."""
+    elementwise op's time is per launch times the target's launches (``kernel``). ``lanes``:
+    the elements per token the target's thread blocks span (LayerShape.lanes; None: the width),
+    whose idle part counts as work at the kernel's measured lane_share."""
     pool = tuple(pool)
     kernel = _kernel(op, gated, kernel)
-    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel)
+    share = lane_share(kernel, pool, exclude_model) if len(dims) == 1 else 0.0
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel, lanes, share)
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     first = ranked[0][0]
@@ -192,16 +243,17 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     raw = []
     alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
-        ratio = _work(dims, kernel) / _work(prof.dims, prof.kernel)
+        ratio = (_work(dims, kernel, lanes, share)
+                 / _work(prof.dims, prof.kernel, prof.lanes, share))
         family = (prof.op, prof.kernel, prof.gated)
         if ratio != 1.0 and family not in alphas:
-            alphas[family] = work_elasticity(prof, pool, exclude_model)
+            alphas[family] = work_elasticity(prof, pool, exclude_model, share)
         alpha = alphas[family] if ratio != 1.0 else np.ones(MAX_PROFILED_TOKENS + 1)
         raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
     total = sum(item[3] for item in raw)
     parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha, kernel.launches)
                   for prof, ratio, distance, weight, alpha in raw)
-    return ScaledOp(op=op, dims=dims, parts=parts)
+    return ScaledOp(op=op, dims=dims, parts=parts, lanes=lanes, lane_share=share)
 
 
 def roofline_factor(dims: tuple[int, ...], tokens: np.ndarray, profile_hw: HardwareSpec,
