@@ -1,13 +1,14 @@
-"""Linear and elementwise ops: nearest profiled shape, work scaling, 80 GB -> target GPU.
+"""Linear and elementwise ops: nearest profiled shapes, shape scaling, 80 GB -> target GPU.
 
-A target op is predicted from the profiled op whose per-GPU shape is nearest in log space
-(GEMMs: (K, N); elementwise ops: the width per token), multiplied by the ratio of work per token
-(K*N, or width) raised to the op's measured elasticity at that token count: how much the
-profiled times of that op grow with work across all profiled shapes (log-log slope, clipped to
-[0, 1]). Launch-bound sizes (small token counts, small kernels) measure ~0-0.5, so their floor
-is kept; compute/bandwidth-bound sizes measure ~1, i.e. the FLOP ratio. The measured token
-staircase of the source is kept; then the roofline correction between the profile's GPU and
-the target.
+A target op is predicted from the profiled ops whose per-GPU shapes are nearest in log space
+(GEMMs: (K, N); elementwise ops: the work per launch), each source's measured times multiplied
+at every token count by target / source time of a shape model. GEMMs: a roofline with a fixed
+cost whose constants are measured from the profiled GEMMs (gemm_roofline.py). Elementwise ops:
+the ratio of work per launch raised to the op's measured elasticity at that token count (the
+log-log slope of the profiled times of that op on work across all profiled shapes, clipped to
+[0, 1]: launch-bound sizes measure ~0-0.5, so their floor is kept; bandwidth-bound ones ~1).
+The measured token staircase of the sources is kept; then the roofline correction between the
+profile's GPU and the target.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ppsched.sim.cost.gemm_roofline import GemmRoofline
 from ppsched.sim.cost.profiles import GEMM_OPS, Kernel, OpProfile, op_kernel
 from ppsched.sim.hardware import HardwareSpec
 
@@ -38,15 +40,15 @@ class SourcePart:
     work_ratio: float  # target / source work per launch and token (Kernel.passes x width)
     distance: float
     weight: float
-    # per token count 0..MAX_PROFILED_TOKENS: exponent applied to work_ratio (see module doc)
-    elasticity: np.ndarray = field(compare=False, repr=False)
+    # per token count 0..MAX_PROFILED_TOKENS: target / source time per launch (see module doc)
+    scale: np.ndarray = field(compare=False, repr=False)
     launches: int = 1  # kernel launches of the target op (the source's are divided out)
+    rule: str = "elasticity"  # how scale was made: "elasticity", "roofline" or "exact"
 
     def curve(self, grid: np.ndarray) -> np.ndarray:
         src = self.source
-        alpha = self.elasticity[:len(grid)]
         per_launch = np.interp(grid, src.tokens, src.median_ms) / src.kernel.launches
-        return self.launches * per_launch * self.work_ratio ** alpha
+        return self.launches * per_launch * self.scale[:len(grid)]
 
     def describe(self) -> dict[str, object]:
         return {"source_model": self.source.model, "source_tp": self.source.tp,
@@ -54,9 +56,9 @@ class SourcePart:
                 "source_lanes": self.source.lanes,
                 "source_kernel": self.source.kernel.name, "launches": self.launches,
                 "work_ratio": round(self.work_ratio, 6), "log_distance": round(self.distance, 6),
-                "weight": round(self.weight, 4),
-                "elasticity_at_tokens": {n: round(float(self.elasticity[n]), 3)
-                                         for n in (1, 64, 512, 4096)}}
+                "weight": round(self.weight, 4), "scaling": self.rule,
+                "scale_at_tokens": {n: round(float(self.scale[n]), 4)
+                                    for n in (1, 64, 512, 4096)}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,11 +219,12 @@ def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1, gated: bool = True,
              kernel: Kernel | None = None, lanes: int | None = None) -> ScaledOp:
-    """The prediction of (op, dims): the nearest profile, scaled by work with the measured
-    elasticity. A GEMM of a profiled role blends its GEMM_BLEND nearest shapes of that role and
-    layer family (geometric mean, weights 1/log-distance: Shepard's inverse-distance rule); an
-    exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest; an
-    elementwise op's time is per launch times the target's launches (``kernel``). ``lanes``:
+    """The prediction of (op, dims): its GEMM_BLEND nearest distinct profiled shapes of the
+    same role (elementwise: implementation and op) and layer family, each scaled to the target
+    by the measured GEMM roofline (GEMMs) or by work with the measured elasticity (elementwise
+    ops), blended as a geometric mean with weights 1/log-distance (Shepard's inverse-distance
+    rule). An exactly profiled shape is used alone, and so is the LM head's nearest GEMM. An
+    elementwise op's time is per launch times the target's launches (``kernel``); ``lanes``:
     the elements per token the target's thread blocks span (LayerShape.lanes; None: the width),
     whose idle part counts as work at the kernel's measured lane_share."""
     pool = tuple(pool)
@@ -240,19 +243,28 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
             (prof.kernel.name, prof.op) == (first.kernel.name, first.op))))
         if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
             chosen.append((prof, distance))
+    grid = np.arange(MAX_PROFILED_TOKENS + 1)
+    roofline: GemmRoofline | None = None  # fitted once, where a GEMM needs scaling
     raw = []
     alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
         ratio = (_work(dims, kernel, lanes, share)
                  / _work(prof.dims, prof.kernel, prof.lanes, share))
         family = (prof.op, prof.kernel, prof.gated)
-        if ratio != 1.0 and family not in alphas:
-            alphas[family] = work_elasticity(prof, pool, exclude_model, share)
-        alpha = alphas[family] if ratio != 1.0 else np.ones(MAX_PROFILED_TOKENS + 1)
-        raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
+        if ratio == 1.0:
+            scale, rule = np.ones(grid.shape), "exact"
+        elif len(dims) == 2:
+            roofline = roofline or GemmRoofline.fit(pool, exclude_model)
+            scale, rule = roofline.ms(dims, grid) / roofline.ms(prof.dims, grid), "roofline"
+        else:
+            if family not in alphas:
+                alphas[family] = work_elasticity(prof, pool, exclude_model, share)
+            scale, rule = ratio ** alphas[family], "elasticity"
+        raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, scale,
+                    rule))
     total = sum(item[3] for item in raw)
-    parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha, kernel.launches)
-                  for prof, ratio, distance, weight, alpha in raw)
+    parts = tuple(SourcePart(prof, ratio, distance, weight / total, scale, kernel.launches, rule)
+                  for prof, ratio, distance, weight, scale, rule in raw)
     return ScaledOp(op=op, dims=dims, parts=parts, lanes=lanes, lane_share=share)
 
 
