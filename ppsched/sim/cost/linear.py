@@ -27,9 +27,13 @@ MAX_PROFILED_TOKENS = 4096
 DTYPE_BYTES = 2  # BF16
 
 
-# GEMMs are predicted from this many nearest profiled shapes of the same role (geometric mean,
-# inverse log-distance weights); one source's cuBLAS kernel choice is noise to the others.
-GEMM_BLEND = 3
+# An op is predicted from this many nearest distinct profiled shapes of its role (geometric mean,
+# inverse log-distance weights): one source's cuBLAS kernel choice at a token count is noise to
+# the target, and the roofline moves even a farther GEMM shape to the target's (LOMO 3 -> 8
+# GEMM sources: 5.14% -> 5.01%, levelling off: 12 gives 5.00%). Elementwise ops keep 3: 2-5
+# sources measure the same (5.01-5.02%).
+GEMM_BLEND = 8
+ELEMENTWISE_BLEND = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,14 +223,15 @@ def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1, gated: bool = True,
              kernel: Kernel | None = None, lanes: int | None = None) -> ScaledOp:
-    """The prediction of (op, dims): its GEMM_BLEND nearest distinct profiled shapes of the
-    same role (elementwise: implementation and op) and layer family, each scaled to the target
-    by the measured GEMM roofline (GEMMs) or by work with the measured elasticity (elementwise
-    ops), blended as a geometric mean with weights 1/log-distance (Shepard's inverse-distance
-    rule). An exactly profiled shape is used alone, and so is the LM head's nearest GEMM. An
-    elementwise op's time is per launch times the target's launches (``kernel``); ``lanes``:
-    the elements per token the target's thread blocks span (LayerShape.lanes; None: the width),
-    whose idle part counts as work at the kernel's measured lane_share."""
+    """The prediction of (op, dims): its GEMM_BLEND (elementwise: ELEMENTWISE_BLEND) nearest
+    distinct profiled shapes of the same role (elementwise: implementation and op) and layer
+    family, each scaled to the target by the measured GEMM roofline (GEMMs) or by work with the
+    measured elasticity (elementwise ops), blended as a geometric mean with weights
+    1/log-distance (Shepard's inverse-distance rule). An exactly profiled shape is used alone,
+    and so is the LM head's nearest GEMM. An elementwise op's time is per launch times the
+    target's launches (``kernel``); ``lanes``: the elements per token the target's thread blocks
+    span (LayerShape.lanes; None: the width), whose idle part counts as work at the kernel's
+    measured lane_share."""
     pool = tuple(pool)
     kernel = _kernel(op, gated, kernel)
     share = lane_share(kernel, pool, exclude_model) if len(dims) == 1 else 0.0
@@ -234,7 +239,8 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     first = ranked[0][0]
-    count = GEMM_BLEND if ranked[0][1] > 0.0 and op != "lm_head" else 1
+    blend = GEMM_BLEND if len(dims) == 2 else ELEMENTWISE_BLEND
+    count = blend if ranked[0][1] > 0.0 and op != "lm_head" else 1
     chosen: list[tuple[OpProfile, float]] = []
     for prof, distance in ranked:
         if len(chosen) == count:
