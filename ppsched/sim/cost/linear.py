@@ -47,10 +47,14 @@ class SourcePart:
     # per token count 0..MAX_PROFILED_TOKENS: target / source time per launch (see module doc)
     scale: np.ndarray = field(compare=False, repr=False)
     launches: int = 1  # kernel launches of the target op (the source's are divided out)
-    rule: str = "elasticity"  # how scale was made: "elasticity", "roofline" or "exact"
+    # how the source moves to the target: "elasticity", "roofline", "exact" (scale) or "flat"
+    # (the source's time at the token count of equal work: flat_time; scale is then 1)
+    rule: str = "elasticity"
 
     def curve(self, grid: np.ndarray) -> np.ndarray:
         src = self.source
+        if self.rule == "flat":  # the source at the token count that moves the same bytes
+            return self.launches * flat_time(src, grid * self.work_ratio) / src.kernel.launches
         per_launch = np.interp(grid, src.tokens, src.median_ms) / src.kernel.launches
         return self.launches * per_launch * self.scale[:len(grid)]
 
@@ -92,6 +96,17 @@ class ScaledOp:
         return {"op": self.op, "dims": list(self.dims), "lanes": self.lanes,
                 "lane_share": self.lane_share, **first,
                 "blend": [p.describe() for p in self.parts[1:]]}
+
+
+def flat_time(source: OpProfile, tokens: np.ndarray) -> np.ndarray:
+    """A flat elementwise kernel's time (Kernel.flat) at a fractional token count of the
+    source's width: interpolated between profiled counts, the one-token time below one token
+    (the launch floor), and proportional past the last profiled count (per-token time held, as
+    ``extrapolate``)."""
+    at = np.maximum(tokens, 1.0)
+    last = float(source.tokens[-1])
+    inside = np.interp(at, source.tokens, source.median_ms)
+    return np.where(at > last, source.median_ms[-1] * at / last, inside)
 
 
 def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
@@ -259,6 +274,8 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         family = (prof.op, prof.kernel, prof.gated)
         if ratio == 1.0:
             scale, rule = np.ones(grid.shape), "exact"
+        elif kernel.flat and prof.kernel.flat:
+            scale, rule = np.ones(grid.shape), "flat"
         elif len(dims) == 2:
             roofline = roofline or GemmRoofline.fit(pool, exclude_model)
             scale, rule = roofline.ms(dims, grid) / roofline.ms(prof.dims, grid), "roofline"

@@ -34,6 +34,9 @@ class Kernel:
     # grid = tokens, block = min(threads needed, this cap), each thread looping over the width;
     # 0 for kernels that parallelise over every element (torch) or are GEMMs
     block_threads: int = 0
+    # runs over the flattened tensor (torch's TensorIterator elementwise kernels): its time
+    # depends on the element count tokens x width alone, not on how it splits into the two
+    flat: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +116,10 @@ def op_kernel(op: str, gated_mlp: bool = True, parallel_block: bool = False) -> 
                 else Kernel("rms_norm", passes=2, block_threads=1024))
     if op == "mlp_act":
         return (Kernel("silu_and_mul", passes=3, block_threads=1024) if gated_mlp
-                else Kernel("torch_elementwise", passes=2))
+                else Kernel("torch_elementwise", passes=2, flat=True))
     if op == "add":
-        return Kernel("torch_elementwise", passes=3, launches=2 if parallel_block else 1)
+        return Kernel("torch_elementwise", passes=3, launches=2 if parallel_block else 1,
+                      flat=True)
     if op == "attn_rope":
         return Kernel("rope", passes=2, block_threads=512)  # one thread per rotated pair
     if op == "emb":
