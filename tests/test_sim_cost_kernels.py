@@ -154,3 +154,32 @@ def test_flat_time_floors_at_one_token_and_extrapolates_proportionally():
     t = flat_time(add, np.array([0.25, 1.0, 4096.0, 8192.0]))
     assert t[0] == t[1] == add.median_ms[0]
     assert t[3] == pytest.approx(2 * t[2])
+
+
+def test_block_kernels_add_their_launch_floor_to_the_work():
+    """One-block-per-token kernels (RMSNorm, SiluAndMul, rope) move between widths as a fixed
+    cost plus a cost per unit of work (linear.block_cost), not as a power of the work ratio:
+    leave-one-model-out over their profiles, on the same sources, the block cost beats the
+    elasticity, most of all for the widest rope (Qwen-72B TP1, 16 passes per block)."""
+    block = [p for p in POOL if p.kernel.block_threads and p.gated]
+    errs: dict[str, list[float]] = {"block": [], "elasticity": []}
+    widest: dict[str, float] = {}
+    for prof in block:
+        scaled = scale_op(prof.op, prof.dims, POOL, prof.model, tp=prof.tp, kernel=prof.kernel,
+                          lanes=prof.lanes)
+        parts = tuple(dataclasses.replace(part, scale=part.work_ratio ** linear.work_elasticity(
+            part.source, POOL, prof.model, scaled.lane_share)) if part.rule == "block" else part
+            for part in scaled.parts)
+        for rule, ops in (("block", scaled), ("elasticity", dataclasses.replace(scaled,
+                                                                                parts=parts))):
+            ms, _ = token_curve(ops, HW, HW)
+            err = np.abs(ms[prof.tokens] - prof.median_ms) / prof.median_ms * 100
+            errs[rule] += err.tolist()
+            if (prof.model, prof.tp, prof.op) == ("Qwen-72B", 1, "attn_rope"):
+                widest[rule] = float(err[prof.tokens <= 64].mean())
+    block_mape, elastic_mape = (float(np.mean(errs[r])) for r in ("block", "elasticity"))
+    print(f"\nblock kernels, leave-one-model-out: block cost {block_mape:.2f}%, elasticity "
+          f"{elastic_mape:.2f}%; Qwen-72B TP1 rope at <= 64 tokens {widest['block']:.1f}% vs "
+          f"{widest['elasticity']:.1f}%")
+    assert block_mape < elastic_mape
+    assert widest["block"] < 0.75 * widest["elasticity"]
