@@ -11,8 +11,9 @@ import pytest
 
 from ppsched.core.paths import data_dir
 from ppsched.sim.cost.gemm_roofline import GemmRoofline
-from ppsched.sim.cost.linear import scale_op, token_curve, work_elasticity
+from ppsched.sim.cost.linear import scale_op, token_curve
 from ppsched.sim.cost.profiles import GEMM_OPS, load_op_profiles
+from ppsched.sim.cost.scaling import work_elasticity
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
 POOL = load_op_profiles(Path(data_dir(None)).resolve())

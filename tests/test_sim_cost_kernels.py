@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from ppsched.core.paths import data_dir
-from ppsched.sim.cost import linear
-from ppsched.sim.cost.linear import flat_time, lane_share, scale_op, token_curve
+from ppsched.sim.cost import scaling
+from ppsched.sim.cost.linear import scale_op, token_curve
 from ppsched.sim.cost.profiles import Kernel, LayerShape, load_op_profiles, op_kernel
+from ppsched.sim.cost.scaling import flat_time, lane_share
 from ppsched.sim.hardware import PROFILE_HARDWARE, get_hardware
 
 POOL = load_op_profiles(Path(data_dir(None)).resolve())
@@ -119,7 +120,7 @@ def test_idle_lanes_improve_the_padded_profiles(monkeypatch):
         return float(np.mean(errs))
 
     ours = mape()
-    monkeypatch.setattr(linear, "LANE_SHARES", np.array([0.0]))
+    monkeypatch.setattr(scaling, "LANE_SHARES", np.array([0.0]))
     width_only = mape()
     print(f"\n{len(padded)} padded profiles, leave-one-model-out: idle lanes {ours:.2f}%, "
           f"width only {width_only:.2f}%")
@@ -158,7 +159,7 @@ def test_flat_time_floors_at_one_token_and_extrapolates_proportionally():
 
 def test_block_kernels_add_their_launch_floor_to_the_work():
     """One-block-per-token kernels (RMSNorm, SiluAndMul, rope) move between widths as a fixed
-    cost plus a cost per unit of work (linear.block_cost), not as a power of the work ratio:
+    cost plus a cost per unit of work (scaling.block_cost), not as a power of the work ratio:
     leave-one-model-out over their profiles, on the same sources, the block cost beats the
     elasticity, most of all for the widest rope (Qwen-72B TP1, 16 passes per block)."""
     block = [p for p in POOL if p.kernel.block_threads and p.gated]
@@ -167,7 +168,7 @@ def test_block_kernels_add_their_launch_floor_to_the_work():
     for prof in block:
         scaled = scale_op(prof.op, prof.dims, POOL, prof.model, tp=prof.tp, kernel=prof.kernel,
                           lanes=prof.lanes)
-        parts = tuple(dataclasses.replace(part, scale=part.work_ratio ** linear.work_elasticity(
+        parts = tuple(dataclasses.replace(part, scale=part.work_ratio ** scaling.work_elasticity(
             part.source, POOL, prof.model, scaled.lane_share)) if part.rule == "block" else part
             for part in scaled.parts)
         for rule, ops in (("block", scaled), ("elasticity", dataclasses.replace(scaled,

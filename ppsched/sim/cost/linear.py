@@ -1,14 +1,13 @@
 """Linear and elementwise ops: nearest profiled shapes, shape scaling, 80 GB -> target GPU.
 
 A target op is predicted from the profiled ops whose per-GPU shapes are nearest in log space
-(GEMMs: (K, N); elementwise ops: the work per launch), each source's measured times multiplied
-at every token count by target / source time of a shape model. GEMMs: a roofline with a fixed
-cost whose constants are measured from the profiled GEMMs (gemm_roofline.py). Elementwise ops:
-the ratio of work per launch raised to the op's measured elasticity at that token count (the
-log-log slope of the profiled times of that op on work across all profiled shapes, clipped to
-[0, 1]: launch-bound sizes measure ~0-0.5, so their floor is kept; bandwidth-bound ones ~1).
-The measured token staircase of the sources is kept; then the roofline correction between the
-profile's GPU and the target.
+(GEMMs: (K, N); elementwise ops: the work per launch), each source's measured times moved to
+the target's shape at every token count: GEMMs by a roofline with a fixed cost whose constants
+are measured from the profiled GEMMs (gemm_roofline.py), elementwise ops by the rule of their
+kernel (scaling.py: fixed cost plus work for one-block-per-token kernels, equal work for flat
+torch kernels, a measured elasticity otherwise). The measured token staircase of the sources is
+kept, the sources are blended, then the roofline correction between the profile's GPU and the
+target.
 """
 
 from __future__ import annotations
@@ -21,9 +20,16 @@ import numpy as np
 
 from ppsched.sim.cost.gemm_roofline import GemmRoofline
 from ppsched.sim.cost.profiles import GEMM_OPS, Kernel, OpProfile, op_kernel
+from ppsched.sim.cost.scaling import (
+    MAX_PROFILED_TOKENS,
+    block_cost,
+    flat_time,
+    lane_share,
+    work_elasticity,
+    work_per_launch,
+)
 from ppsched.sim.hardware import HardwareSpec
 
-MAX_PROFILED_TOKENS = 4096
 DTYPE_BYTES = 2  # BF16
 
 
@@ -98,70 +104,8 @@ class ScaledOp:
                 "blend": [p.describe() for p in self.parts[1:]]}
 
 
-def flat_time(source: OpProfile, tokens: np.ndarray) -> np.ndarray:
-    """A flat elementwise kernel's time (Kernel.flat) at a fractional token count of the
-    source's width: interpolated between profiled counts, the one-token time below one token
-    (the launch floor), and proportional past the last profiled count (per-token time held, as
-    ``extrapolate``)."""
-    at = np.maximum(tokens, 1.0)
-    last = float(source.tokens[-1])
-    inside = np.interp(at, source.tokens, source.median_ms)
-    return np.where(at > last, source.median_ms[-1] * at / last, inside)
-
-
 def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
-
-
-def _work(dims: Sequence[int], kernel: Kernel, lanes: int | None = None,
-          share: float = 0.0) -> float:
-    """Work per token and launch: K*N for a GEMM; for elementwise ops tensor passes x the width,
-    where a one-block-per-token kernel's idle lanes (``lanes`` - width, LayerShape.lanes) count
-    with the measured ``share`` (lane_share)."""
-    width = math.prod(dims)
-    if lanes is not None and share:
-        width += share * (lanes - width)
-    return kernel.passes * width
-
-
-def _log_times(profiles: Sequence[OpProfile]) -> np.ndarray:
-    """log(time per launch) of each profile at every token count 1..MAX_PROFILED_TOKENS (row 0
-    repeats token 1)."""
-    grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
-    grid[0] = 1.0
-    return np.log(np.array([np.interp(grid, p.tokens, p.median_ms) / p.kernel.launches
-                            for p in profiles]))
-
-
-def _slopes(log_work: np.ndarray, log_ms: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-squares slope of log time on log work at each token count, and the residual sum of
-    squares over all of them."""
-    dx = log_work - log_work.mean()
-    dy = log_ms - log_ms.mean(axis=0)
-    slope = (dx[:, None] * dy).sum(axis=0) / (dx * dx).sum()
-    return slope, float(((dy - slope * dx[:, None]) ** 2).sum())
-
-
-LANE_SHARES = np.linspace(0.0, 1.0, 21)
-
-
-def lane_share(kernel: Kernel, pool: Iterable[OpProfile],
-               exclude_model: str | None = None) -> float:
-    """How much an idle lane of a one-block-per-token kernel costs relative to a busy one,
-    measured: the share in [0, 1] (steps of 0.05) whose effective work, width + share x idle
-    lanes, best explains the times of every profile of that kernel in the pool (all models but
-    ``exclude_model``) in one log-log fit per token count. An idle lane still holds its block's
-    slot on the SM until the block's last pass ends (occupancy), but moves no bytes; the
-    profiles measure SiluAndMul ~0.7 and rope ~0.3. 0 where no profile has idle lanes."""
-    same = [p for p in pool if p.kernel.name == kernel.name and p.model != exclude_model
-            and p.lanes is not None]
-    padded = [p.lanes != math.prod(p.dims) for p in same]
-    if not kernel.block_threads or len(same) < 3 or not any(padded):
-        return 0.0
-    log_ms = _log_times(same)
-    best = min(LANE_SHARES, key=lambda share: _slopes(np.log(np.array(
-        [_work(p.dims, p.kernel, p.lanes, share) for p in same])), log_ms)[1])
-    return float(best)
 
 
 def _kernel(op: str, gated: bool, kernel: Kernel | None) -> Kernel:
@@ -192,7 +136,7 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
                     kernel: Kernel | None = None, lanes: int | None = None,
                     share: float = 0.0) -> list[tuple[OpProfile, float]]:
     """Every profile that may stand in for (op, dims), best first (see nearest_profile);
-    elementwise distances in effective work (``lanes``, ``share``: see _work)."""
+    elementwise distances in effective work (``lanes``, ``share``: see work_per_launch)."""
     any_gemm = op == "lm_head"
     kernel = _kernel(op, gated, kernel)
     elementwise = len(dims) == 1
@@ -206,8 +150,9 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         elif prof.op != op and not (elementwise and prof.kernel.name == kernel.name):
             continue
         if elementwise:
-            distance = _log_distance((_work(dims, kernel, lanes, share),),
-                                     (_work(prof.dims, prof.kernel, prof.lanes, share),))
+            distance = _log_distance(
+                (work_per_launch(dims, kernel, lanes, share),),
+                (work_per_launch(prof.dims, prof.kernel, prof.lanes, share),))
             # same implementation first, then same op (another op of the implementation only
             # stands in where the op has none of it: torch GELU <- torch add), then layer family
             family = (prof.kernel.name != kernel.name, prof.op != op, prof.gated != gated)
@@ -218,44 +163,6 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         keyed.append((key, distance, prof))
     keyed.sort(key=lambda item: item[0])
     return [(prof, distance) for _, distance, prof in keyed]
-
-
-def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
-                    exclude_model: str | None = None, share: float = 0.0) -> np.ndarray:
-    """d log(time per launch) / d log(work per launch) of ``source``'s op at each token count
-    0..4096: the least-squares slope over every profile of that op and kernel (GEMMs: of that
-    layer family) in the pool (all models but ``exclude_model``, all TP degrees), clipped to
-    [0, 1] (time never shrinks with more work nor grows faster than it). Work is effective work
-    (idle lanes at ``share``, see lane_share)."""
-    same = [p for p in pool if p.op == source.op and p.model != exclude_model
-            and p.kernel == source.kernel and p.gated == source.gated]
-    log_work = np.array([math.log(_work(p.dims, p.kernel, p.lanes, share)) for p in same])
-    if len(same) < 2 or np.ptp(log_work) == 0.0:
-        return np.ones(MAX_PROFILED_TOKENS + 1)  # nothing measured to say otherwise: FLOPs
-    return np.clip(_slopes(log_work, _log_times(same))[0], 0.0, 1.0)
-
-
-def block_cost(source: OpProfile, pool: Iterable[OpProfile], exclude_model: str | None = None,
-               share: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
-    """A one-block-per-token kernel's time at each token count 0..4096 as a fixed cost plus a
-    cost per unit of effective work, (fixed, per_work): least squares of relative error over
-    every profile of ``source``'s op and kernel in the pool (all models but ``exclude_model``).
-    A block loops over its lanes after one launch, so the launch floor adds to the work instead
-    of scaling with it (Qwen-72B TP1 rope, 16 passes of 512 threads: 12 us at one token where
-    10 passes take 7 us and 8 take 5). None where fewer than 3 profiles measure it."""
-    same = [p for p in pool if p.op == source.op and p.model != exclude_model
-            and p.kernel == source.kernel and p.gated == source.gated]
-    work = np.array([_work(p.dims, p.kernel, p.lanes, share) for p in same])
-    if len(same) < 3 or np.ptp(work) == 0.0:
-        return None
-    ms = np.exp(_log_times(same))
-    ones, per = 1.0 / ms, work[:, None] / ms  # rows of (fixed, per_work) / measured
-    s00, s01, s11 = (ones * ones).sum(0), (ones * per).sum(0), (per * per).sum(0)
-    r0, r1 = ones.sum(0), per.sum(0)
-    det = s00 * s11 - s01 * s01
-    fixed = (r0 * s11 - r1 * s01) / det
-    per_work = (s00 * r1 - s01 * r0) / det
-    return np.maximum(fixed, 0.0), np.maximum(per_work, 0.0)
 
 
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
@@ -292,8 +199,8 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     raw = []
     alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
-        ratio = (_work(dims, kernel, lanes, share)
-                 / _work(prof.dims, prof.kernel, prof.lanes, share))
+        ratio = (work_per_launch(dims, kernel, lanes, share)
+                 / work_per_launch(prof.dims, prof.kernel, prof.lanes, share))
         family = (prof.op, prof.kernel, prof.gated)
         if ratio == 1.0:
             scale, rule = np.ones(grid.shape), "exact"
@@ -305,7 +212,7 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         elif kernel.block_threads and kernel == prof.kernel and (
                 costs := block_cost(prof, pool, exclude_model, share)) is not None:
             fixed, per_work = costs
-            source_work = _work(prof.dims, prof.kernel, prof.lanes, share)
+            source_work = work_per_launch(prof.dims, prof.kernel, prof.lanes, share)
             scale = (fixed + per_work * source_work * ratio) / (fixed + per_work * source_work)
             rule = "block"
         else:
