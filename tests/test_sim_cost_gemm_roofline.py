@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ppsched.core.errors import UserError
 from ppsched.core.paths import data_dir
 from ppsched.sim.cost.gemm_roofline import GemmRoofline
 from ppsched.sim.cost.linear import scale_op, token_curve
@@ -66,3 +67,9 @@ def test_roofline_beats_the_pooled_elasticity_on_the_same_sources():
     roofline, elasticity = (float(np.mean(errs[r])) * 100 for r in ("roofline", "elasticity"))
     print(f"\nGEMMs, leave-one-model-out: roofline {roofline:.2f}%, elasticity {elasticity:.2f}%")
     assert roofline < elasticity  # 6.09% vs 6.31% when written
+
+
+def test_a_pool_without_gemms_is_a_user_error():
+    phi2_only = [p for p in POOL if p.model == "phi-2"]
+    with pytest.raises(UserError, match="expected >= 3"):
+        GemmRoofline.fit(phi2_only, exclude_model="phi-2")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppsched.core.errors import UserError
 from ppsched.sim.cost.profiles import OpProfile
 
 DTYPE_BYTES = 2  # BF16
@@ -40,13 +41,17 @@ class GemmRoofline:
         On the vendored profiles (all five models): 4.4 us, 1.61 TB/s, 233 TFLOP/s."""
         gemms = [p for p in pool if p.kernel.name == "gemm" and p.model != exclude_model]
         if len(gemms) < 3:
-            raise ValueError(f"{len(gemms)} profiled GEMMs: need >= 3 to fit the roofline")
+            raise UserError(f"{len(gemms)} profiled GEMMs (models other than "
+                            f"{exclude_model!r}): expected >= 3 to fit the GEMM roofline")
         weights = np.array([DTYPE_BYTES * k * n for k, n in (p.dims for p in gemms)], float)
         one = np.array([np.interp(DECODE_TOKENS, p.tokens, p.median_ms) for p in gemms])
         rows = np.stack([1.0 / one, weights / one], axis=1)
         (fixed, ms_per_byte), *_ = np.linalg.lstsq(rows, np.ones(len(one)), rcond=None)
         flops = np.array([2.0 * p.tokens[-1] * p.dims[0] * p.dims[1] for p in gemms])
         many = np.array([p.median_ms[-1] for p in gemms])
+        if ms_per_byte <= 0.0:
+            raise UserError("the profiled GEMMs' one-token times do not grow with their weight "
+                            "bytes; expected weight-streaming GEMM profiles (vidur mlp.csv)")
         return cls(fixed_ms=max(float(fixed), 0.0), bytes_per_ms=1.0 / float(ms_per_byte),
                    flops_per_ms=float(np.median(flops / many)))
 

@@ -108,7 +108,8 @@ def block_cost(source: OpProfile, pool: Iterable[OpProfile], exclude_model: str 
     every profile of ``source``'s op and kernel in the pool (all models but ``exclude_model``).
     A block loops over its lanes after one launch, so the launch floor adds to the work instead
     of scaling with it (Qwen-72B TP1 rope, 16 passes of 512 threads: 12 us at one token where
-    10 passes take 7 us and 8 take 5). None where fewer than 3 profiles measure it."""
+    10 passes take 7 us and 8 take 5). None where fewer than 3 profiles measure it or the fit
+    leaves some token count without a cost."""
     same = [p for p in pool if p.op == source.op and p.model != exclude_model
             and p.kernel == source.kernel and p.gated == source.gated]
     work = np.array([work_per_launch(p.dims, p.kernel, p.lanes, share) for p in same])
@@ -119,6 +120,8 @@ def block_cost(source: OpProfile, pool: Iterable[OpProfile], exclude_model: str 
     s00, s01, s11 = (ones * ones).sum(0), (ones * per).sum(0), (per * per).sum(0)
     r0, r1 = ones.sum(0), per.sum(0)
     det = s00 * s11 - s01 * s01
-    fixed = (r0 * s11 - r1 * s01) / det
-    per_work = (s00 * r1 - s01 * r0) / det
-    return np.maximum(fixed, 0.0), np.maximum(per_work, 0.0)
+    fixed = np.maximum((r0 * s11 - r1 * s01) / det, 0.0)
+    per_work = np.maximum((s00 * r1 - s01 * r0) / det, 0.0)
+    if not np.all(fixed + per_work * work.min() > 0.0):
+        return None  # a degenerate fit: no cost at some token count
+    return fixed, per_work
