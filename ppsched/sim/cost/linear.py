@@ -1,13 +1,13 @@
-"""Linear and elementwise ops: nearest profiled shape, work scaling, 80 GB -> target GPU.
+"""Linear and elementwise ops: nearest profiled shapes, shape scaling, 80 GB -> target GPU.
 
-A target op is predicted from the profiled op whose per-GPU shape is nearest in log space
-(GEMMs: (K, N); elementwise ops: the width per token), multiplied by the ratio of work per token
-(K*N, or width) raised to the op's measured elasticity at that token count: how much the
-profiled times of that op grow with work across all profiled shapes (log-log slope, clipped to
-[0, 1]). Launch-bound sizes (small token counts, small kernels) measure ~0-0.5, so their floor
-is kept; compute/bandwidth-bound sizes measure ~1, i.e. the FLOP ratio. The measured token
-staircase of the source is kept; then the roofline correction between the profile's GPU and
-the target.
+A target op is predicted from the profiled ops whose per-GPU shapes are nearest in log space
+(GEMMs: (K, N); elementwise ops: the work per launch), each source's measured times moved to
+the target's shape at every token count: GEMMs by a roofline with a fixed cost whose constants
+are measured from the profiled GEMMs (gemm_roofline.py), elementwise ops by the rule of their
+kernel (scaling.py: fixed cost plus work for one-block-per-token kernels, equal work for flat
+torch kernels, a measured elasticity otherwise). The measured token staircase of the sources is
+kept, the sources are blended, then the roofline correction between the profile's GPU and the
+target.
 """
 
 from __future__ import annotations
@@ -18,16 +18,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ppsched.sim.cost.gemm_roofline import GemmRoofline
 from ppsched.sim.cost.profiles import GEMM_OPS, Kernel, OpProfile, op_kernel
+from ppsched.sim.cost.scaling import (
+    MAX_PROFILED_TOKENS,
+    block_cost,
+    flat_time,
+    lane_share,
+    work_elasticity,
+    work_per_launch,
+)
 from ppsched.sim.hardware import HardwareSpec
 
-MAX_PROFILED_TOKENS = 4096
 DTYPE_BYTES = 2  # BF16
 
 
-# GEMMs are predicted from this many nearest profiled shapes of the same role (geometric mean,
-# inverse log-distance weights); one source's cuBLAS kernel choice is noise to the others.
-GEMM_BLEND = 3
+# An op is predicted from this many nearest distinct profiled shapes of its role (geometric mean,
+# inverse log-distance weights): one source's cuBLAS kernel choice at a token count is noise to
+# the target, and the roofline moves even a farther GEMM shape to the target's (LOMO 3 -> 8
+# GEMM sources: 5.14% -> 5.01%, levelling off: 12 gives 5.00%). Elementwise ops keep 3: 2-5
+# sources measure the same (5.01-5.02%).
+GEMM_BLEND = 8
+ELEMENTWISE_BLEND = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,24 +50,29 @@ class SourcePart:
     work_ratio: float  # target / source work per launch and token (Kernel.passes x width)
     distance: float
     weight: float
-    # per token count 0..MAX_PROFILED_TOKENS: exponent applied to work_ratio (see module doc)
-    elasticity: np.ndarray = field(compare=False, repr=False)
+    # per token count 0..MAX_PROFILED_TOKENS: target / source time per launch (see module doc)
+    scale: np.ndarray = field(compare=False, repr=False)
     launches: int = 1  # kernel launches of the target op (the source's are divided out)
+    # how the source moves to the target: "elasticity", "roofline", "exact" (scale) or "flat"
+    # (the source's time at the token count of equal work: flat_time; scale is then 1)
+    rule: str = "elasticity"
 
     def curve(self, grid: np.ndarray) -> np.ndarray:
         src = self.source
-        alpha = self.elasticity[:len(grid)]
+        if self.rule == "flat":  # the source at the token count that moves the same bytes
+            return self.launches * flat_time(src, grid * self.work_ratio) / src.kernel.launches
         per_launch = np.interp(grid, src.tokens, src.median_ms) / src.kernel.launches
-        return self.launches * per_launch * self.work_ratio ** alpha
+        return self.launches * per_launch * self.scale[:len(grid)]
 
     def describe(self) -> dict[str, object]:
         return {"source_model": self.source.model, "source_tp": self.source.tp,
                 "source_op": self.source.op, "source_dims": list(self.source.dims),
+                "source_lanes": self.source.lanes,
                 "source_kernel": self.source.kernel.name, "launches": self.launches,
                 "work_ratio": round(self.work_ratio, 6), "log_distance": round(self.distance, 6),
-                "weight": round(self.weight, 4),
-                "elasticity_at_tokens": {n: round(float(self.elasticity[n]), 3)
-                                         for n in (1, 64, 512, 4096)}}
+                "weight": round(self.weight, 4), "scaling": self.rule,
+                "scale_at_tokens": {n: round(float(self.scale[n]), 4)
+                                    for n in (1, 64, 512, 4096)}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +82,8 @@ class ScaledOp:
     op: str
     dims: tuple[int, ...]
     parts: tuple[SourcePart, ...]
+    lanes: int | None = None  # elementwise: elements per token its thread blocks span
+    lane_share: float = 0.0  # measured cost of an idle lane relative to a busy one
 
     @property
     def source(self) -> OpProfile:
@@ -80,17 +99,13 @@ class ScaledOp:
 
     def describe(self) -> dict[str, object]:
         first = self.parts[0].describe()
-        return {"op": self.op, "dims": list(self.dims), **first,
+        return {"op": self.op, "dims": list(self.dims), "lanes": self.lanes,
+                "lane_share": self.lane_share, **first,
                 "blend": [p.describe() for p in self.parts[1:]]}
 
 
 def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
-
-
-def _work(dims: Sequence[int], kernel: Kernel) -> int:
-    """Work per token and launch: K*N for a GEMM; tensor passes x width for elementwise ops."""
-    return kernel.passes * math.prod(dims)
 
 
 def _kernel(op: str, gated: bool, kernel: Kernel | None) -> Kernel:
@@ -118,8 +133,10 @@ def nearest_profile(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
 
 def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
                     exclude_model: str | None = None, tp: int = 1, gated: bool = True,
-                    kernel: Kernel | None = None) -> list[tuple[OpProfile, float]]:
-    """Every profile that may stand in for (op, dims), best first (see nearest_profile)."""
+                    kernel: Kernel | None = None, lanes: int | None = None,
+                    share: float = 0.0) -> list[tuple[OpProfile, float]]:
+    """Every profile that may stand in for (op, dims), best first (see nearest_profile);
+    elementwise distances in effective work (``lanes``, ``share``: see work_per_launch)."""
     any_gemm = op == "lm_head"
     kernel = _kernel(op, gated, kernel)
     elementwise = len(dims) == 1
@@ -133,7 +150,9 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
         elif prof.op != op and not (elementwise and prof.kernel.name == kernel.name):
             continue
         if elementwise:
-            distance = _log_distance((_work(dims, kernel),), (_work(prof.dims, prof.kernel),))
+            distance = _log_distance(
+                (work_per_launch(dims, kernel, lanes, share),),
+                (work_per_launch(prof.dims, prof.kernel, prof.lanes, share),))
             # same implementation first, then same op (another op of the implementation only
             # stands in where the op has none of it: torch GELU <- torch add), then layer family
             family = (prof.kernel.name != kernel.name, prof.op != op, prof.gated != gated)
@@ -146,41 +165,27 @@ def ranked_profiles(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
     return [(prof, distance) for _, distance, prof in keyed]
 
 
-def work_elasticity(source: OpProfile, pool: Iterable[OpProfile],
-                    exclude_model: str | None = None) -> np.ndarray:
-    """d log(time per launch) / d log(work per launch) of ``source``'s op at each token count
-    0..4096: the least-squares slope over every profile of that op and kernel (GEMMs: of that
-    layer family) in the pool (all models but ``exclude_model``, all TP degrees), clipped to
-    [0, 1] (time never shrinks with more work nor grows faster than it)."""
-    grid = np.arange(MAX_PROFILED_TOKENS + 1, dtype=np.float64)
-    grid[0] = 1.0
-    same = [p for p in pool if p.op == source.op and p.model != exclude_model
-            and p.kernel == source.kernel and p.gated == source.gated]
-    log_work = np.array([math.log(_work(p.dims, p.kernel)) for p in same])
-    if len(same) < 2 or np.ptp(log_work) == 0.0:
-        return np.ones(grid.shape)  # nothing measured to say otherwise: the FLOP ratio
-    log_ms = np.log(np.array([np.interp(grid, p.tokens, p.median_ms) / p.kernel.launches
-                              for p in same]))
-    dx = log_work - log_work.mean()
-    slope = (dx[:, None] * (log_ms - log_ms.mean(axis=0))).sum(axis=0) / (dx * dx).sum()
-    return np.clip(slope, 0.0, 1.0)
-
-
 def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
              exclude_model: str | None = None, tp: int = 1, gated: bool = True,
-             kernel: Kernel | None = None) -> ScaledOp:
-    """The prediction of (op, dims): the nearest profile, scaled by work with the measured
-    elasticity. A GEMM of a profiled role blends its GEMM_BLEND nearest shapes of that role and
-    layer family (geometric mean, weights 1/log-distance: Shepard's inverse-distance rule); an
-    exactly profiled shape is used alone. Elementwise ops and the LM head use the nearest; an
-    elementwise op's time is per launch times the target's launches (``kernel``)."""
+             kernel: Kernel | None = None, lanes: int | None = None) -> ScaledOp:
+    """The prediction of (op, dims): its GEMM_BLEND (elementwise: ELEMENTWISE_BLEND) nearest
+    distinct profiled shapes of the same role (elementwise: implementation and op) and layer
+    family, each scaled to the target by the measured GEMM roofline (GEMMs) or by work with the
+    measured elasticity (elementwise ops), blended as a geometric mean with weights
+    1/log-distance (Shepard's inverse-distance rule). An exactly profiled shape is used alone,
+    and so is the LM head's nearest GEMM. An elementwise op's time is per launch times the
+    target's launches (``kernel``); ``lanes``: the elements per token the target's thread blocks
+    span (LayerShape.lanes; None: the width), whose idle part counts as work at the kernel's
+    measured lane_share."""
     pool = tuple(pool)
     kernel = _kernel(op, gated, kernel)
-    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel)
+    share = lane_share(kernel, pool, exclude_model) if len(dims) == 1 else 0.0
+    ranked = ranked_profiles(op, dims, pool, exclude_model, tp, gated, kernel, lanes, share)
     if not ranked:
         raise ValueError(f"no profiled op can stand in for {op!r} {dims}")
     first = ranked[0][0]
-    count = GEMM_BLEND if ranked[0][1] > 0.0 and op != "lm_head" else 1
+    blend = GEMM_BLEND if len(dims) == 2 else ELEMENTWISE_BLEND
+    count = blend if ranked[0][1] > 0.0 and op != "lm_head" else 1
     chosen: list[tuple[OpProfile, float]] = []
     for prof, distance in ranked:
         if len(chosen) == count:
@@ -189,19 +194,37 @@ def scale_op(op: str, dims: tuple[int, ...], pool: Iterable[OpProfile],
             (prof.kernel.name, prof.op) == (first.kernel.name, first.op))))
         if same_family and all((prof.dims, prof.kernel) != (p.dims, p.kernel) for p, _ in chosen):
             chosen.append((prof, distance))
+    grid = np.arange(MAX_PROFILED_TOKENS + 1)
+    roofline: GemmRoofline | None = None  # fitted once, where a GEMM needs scaling
     raw = []
     alphas: dict[tuple[str, Kernel, bool], np.ndarray] = {}  # one regression per source family
     for prof, distance in chosen:
-        ratio = _work(dims, kernel) / _work(prof.dims, prof.kernel)
+        ratio = (work_per_launch(dims, kernel, lanes, share)
+                 / work_per_launch(prof.dims, prof.kernel, prof.lanes, share))
         family = (prof.op, prof.kernel, prof.gated)
-        if ratio != 1.0 and family not in alphas:
-            alphas[family] = work_elasticity(prof, pool, exclude_model)
-        alpha = alphas[family] if ratio != 1.0 else np.ones(MAX_PROFILED_TOKENS + 1)
-        raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, alpha))
+        if ratio == 1.0:
+            scale, rule = np.ones(grid.shape), "exact"
+        elif kernel.flat and prof.kernel.flat:
+            scale, rule = np.ones(grid.shape), "flat"
+        elif len(dims) == 2:
+            roofline = roofline or GemmRoofline.fit(pool, exclude_model)
+            scale, rule = roofline.ms(dims, grid) / roofline.ms(prof.dims, grid), "roofline"
+        elif kernel.block_threads and kernel == prof.kernel and (
+                costs := block_cost(prof, pool, exclude_model, share)) is not None:
+            fixed, per_work = costs
+            source_work = work_per_launch(prof.dims, prof.kernel, prof.lanes, share)
+            scale = (fixed + per_work * source_work * ratio) / (fixed + per_work * source_work)
+            rule = "block"
+        else:
+            if family not in alphas:
+                alphas[family] = work_elasticity(prof, pool, exclude_model, share)
+            scale, rule = ratio ** alphas[family], "elasticity"
+        raw.append((prof, ratio, distance, 1.0 / distance if distance > 0.0 else 1.0, scale,
+                    rule))
     total = sum(item[3] for item in raw)
-    parts = tuple(SourcePart(prof, ratio, distance, weight / total, alpha, kernel.launches)
-                  for prof, ratio, distance, weight, alpha in raw)
-    return ScaledOp(op=op, dims=dims, parts=parts)
+    parts = tuple(SourcePart(prof, ratio, distance, weight / total, scale, kernel.launches, rule)
+                  for prof, ratio, distance, weight, scale, rule in raw)
+    return ScaledOp(op=op, dims=dims, parts=parts, lanes=lanes, lane_share=share)
 
 
 def roofline_factor(dims: tuple[int, ...], tokens: np.ndarray, profile_hw: HardwareSpec,

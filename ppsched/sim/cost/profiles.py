@@ -30,6 +30,13 @@ class Kernel:
     name: str
     passes: int = 1
     launches: int = 1
+    # sarathi's one-block-per-token kernels (csrc/{layernorm,activation,pos_encoding}_kernels.cu):
+    # grid = tokens, block = min(threads needed, this cap), each thread looping over the width;
+    # 0 for kernels that parallelise over every element (torch) or are GEMMs
+    block_threads: int = 0
+    # runs over the flattened tensor (torch's TensorIterator elementwise kernels): its time
+    # depends on the element count tokens x width alone, not on how it splits into the two
+    flat: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,27 @@ class LayerShape:
     def kernel(self, op: str) -> Kernel:
         return op_kernel(op, self.gated_mlp, self.parallel_block)
 
+    def lanes(self, op: str) -> int:
+        """Elements per token that ``op``'s thread blocks span, idle lanes included: a
+        one-block-per-token kernel (Kernel.block_threads) runs min(threads needed, cap) threads
+        and loops ceil(work / threads) times, so a width that is not a multiple of the block
+        leaves lanes idle in the last pass (Llama-2-7b TP8 SiluAndMul: 1376 -> 2 x 1024). Rope
+        runs one thread per rotated pair, over the query heads and then the key heads
+        (rotary_dim = head_dim, as vidur's profiler builds it): CodeLlama-34b TP8, 8 query heads
+        and 1 key head per GPU, spans 2 x 512 pairs for 1152 elements. Other kernels: the
+        width."""
+        (width,) = self.dims(op)
+        cap = self.kernel(op).block_threads
+        if not cap:
+            return width
+        if op != "attn_rope":
+            threads = min(width, cap)
+            return threads * -(-width // threads)
+        pairs_q = self.heads // self.tp * self.head_dim // 2
+        pairs_k = max(1, self.kv_heads // self.tp) * self.head_dim // 2
+        threads = min(pairs_q, cap)
+        return 2 * threads * (-(-pairs_q // threads) + -(-pairs_k // threads))
+
 
 def op_kernel(op: str, gated_mlp: bool = True, parallel_block: bool = False) -> Kernel:
     """The profiler's implementation of ``op`` (see Kernel). Sequential-block models use
@@ -84,14 +112,16 @@ def op_kernel(op: str, gated_mlp: bool = True, parallel_block: bool = False) -> 
     if op in GEMM_OPS or op == "lm_head":
         return Kernel("gemm")
     if op in ("input_layernorm", "post_attention_layernorm"):
-        return Kernel("layer_norm" if parallel_block else "rms_norm", passes=2)
+        return (Kernel("layer_norm", passes=2) if parallel_block
+                else Kernel("rms_norm", passes=2, block_threads=1024))
     if op == "mlp_act":
-        return (Kernel("silu_and_mul", passes=3) if gated_mlp
-                else Kernel("torch_elementwise", passes=2))
+        return (Kernel("silu_and_mul", passes=3, block_threads=1024) if gated_mlp
+                else Kernel("torch_elementwise", passes=2, flat=True))
     if op == "add":
-        return Kernel("torch_elementwise", passes=3, launches=2 if parallel_block else 1)
+        return Kernel("torch_elementwise", passes=3, launches=2 if parallel_block else 1,
+                      flat=True)
     if op == "attn_rope":
-        return Kernel("rope", passes=2)
+        return Kernel("rope", passes=2, block_threads=512)  # one thread per rotated pair
     if op == "emb":
         return Kernel("embedding")
     raise ValueError(f"unknown op {op!r}")
@@ -110,6 +140,7 @@ class OpProfile:
     cv: np.ndarray  # std / median at each token count (run-to-run spread)
     gated: bool = True  # gated (SwiGLU, full rotary) layer family; phi-2 is not (GELU, partial)
     kernel: Kernel = Kernel("gemm")  # the profiler's implementation of this op (LayerShape.kernel)
+    lanes: int | None = None  # elementwise: LayerShape.lanes (None: the width, no idle lanes)
 
 
 def _layer_shape_from_row(row: pd.Series, parallel_block: bool) -> LayerShape:
@@ -157,7 +188,8 @@ def load_op_profiles(data_dir: Path) -> tuple[OpProfile, ...]:
                     tokens=med.index.to_numpy(dtype=np.int64)[ok],
                     median_ms=med.to_numpy(dtype=np.float64)[ok],
                     cv=(std.to_numpy(dtype=np.float64) / np.maximum(med.to_numpy(), 1e-9))[ok],
-                    gated=shape.gated_mlp, kernel=shape.kernel(op)))
+                    gated=shape.gated_mlp, kernel=shape.kernel(op),
+                    lanes=shape.lanes(op) if len(shape.dims(op)) == 1 else None))
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ from ppsched.sim.cost.linear import ScaledOp, scale_op, token_curve
 from ppsched.sim.cost.overhead import OverheadModel
 from ppsched.sim.cost.profiles import (
     ALL_OPS,
+    ELEMENTWISE_OPS,
     LayerShape,
     load_attention_profile,
     load_cpu_profile,
@@ -78,7 +79,8 @@ def build_tables(model: ModelConfig, hardware: str, tp: int, data_dir: Path) -> 
     pool = load_op_profiles(data_dir)
     shape = layer_shape(model, tp)
     scaled = {op: scale_op(op, shape.dims(op), pool, tp=tp, gated=model.gated_mlp,
-                           kernel=shape.kernel(op))
+                           kernel=shape.kernel(op),
+                           lanes=shape.lanes(op) if op in ELEMENTWISE_OPS else None)
               for op in ALL_OPS}
     unique = sorted(set(LAYER_OPS))
     layer, layer_cv = _sum_curves([scaled[o] for o in unique],

@@ -48,7 +48,7 @@ def _mape(pred: np.ndarray, meas: np.ndarray) -> float:
 def _predict(target: OpProfile, pool: tuple[OpProfile, ...], exclude: str | None) -> np.ndarray:
     hw = get_hardware(PROFILE_HARDWARE)
     scaled = scale_op(target.op, target.dims, pool, exclude, tp=target.tp,
-                      gated=target.gated, kernel=target.kernel)
+                      gated=target.gated, kernel=target.kernel, lanes=target.lanes)
     ms, _ = token_curve(scaled, hw, hw)
     return ms[target.tokens]
 
@@ -82,7 +82,7 @@ def _self_and_holdout(pool: tuple[OpProfile, ...], data_dir: Path) -> tuple[dict
     hold_err: dict[str, list[float]] = defaultdict(list)
     for prof in pool:
         ms, _ = token_curve(scale_op(prof.op, prof.dims, (prof,), gated=prof.gated,
-                                     kernel=prof.kernel), hw, hw)
+                                     kernel=prof.kernel, lanes=prof.lanes), hw, hw)
         tokens, measured = raw[(prof.model, prof.tp, prof.op)]
         self_err[prof.op].append(_mape(ms[tokens], measured))
         keep = np.ones(len(prof.tokens), dtype=bool)

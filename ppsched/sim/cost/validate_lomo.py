@@ -33,7 +33,7 @@ CUT_TOKENS = 2048
 def _predict(target: OpProfile, pool: tuple[OpProfile, ...]) -> np.ndarray:
     hw = get_hardware(PROFILE_HARDWARE)
     scaled = scale_op(target.op, target.dims, pool, target.model, tp=target.tp,
-                      gated=target.gated, kernel=target.kernel)
+                      gated=target.gated, kernel=target.kernel, lanes=target.lanes)
     ms, _ = token_curve(scaled, hw, hw)
     return ms[target.tokens]
 
@@ -136,7 +136,7 @@ def _beyond(pool: tuple[OpProfile, ...]) -> dict[str, object]:
                                      median_ms=prof.median_ms[long_rows], cv=prof.cv[long_rows])
         hw = get_hardware(PROFILE_HARDWARE)
         scaled = scale_op(target.op, target.dims, cut_pool, target.model, tp=target.tp,
-                          gated=target.gated, kernel=target.kernel)
+                          gated=target.gated, kernel=target.kernel, lanes=target.lanes)
         ms, _ = token_curve(scaled, hw, hw, max_tokens=CUT_TOKENS)
         pred = np.array([extrapolate(ms.tolist(), int(m)) for m in target.tokens])
         err = (np.abs(pred - target.median_ms) / target.median_ms * 100.0).tolist()
