@@ -16,6 +16,7 @@ from ppsched.sglang_patch import hooks, stage_feed
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decision_log import DecisionLog
 from ppsched.sglang_patch.device_timing import (
+    CPU_THREAD,
     CPU_WALL,
     CUDA_EVENT,
     LAUNCH_WALL,
@@ -234,6 +235,9 @@ def test_sources_and_device_detection():
     assert not learnable(CPU_WALL, "cuda") and not learnable(LAUNCH_WALL, "cuda")
     assert not learnable(CUDA_EVENT, "cpu") and not learnable("anything", "cpu")
     assert timer_for("cpu").source == CPU_WALL
+    assert timer_for("cpu", intra_op_threads=4).source == CPU_WALL  # work on unseen threads
+    assert timer_for("cpu", intra_op_threads=1).source == CPU_THREAD
+    assert learnable(CPU_THREAD, "cpu") and not learnable(CPU_THREAD, "cuda")
     assert timer_for("cuda", FakeCudaModule(FakeGpu())).source == CUDA_EVENT
     assert timer_for("npu", FakeCudaModule(FakeGpu())).source == LAUNCH_WALL
 
@@ -276,3 +280,33 @@ def test_events_that_never_complete_are_dropped_and_counted(make_state, monkeypa
                                 FakeBatch("extend"))
     assert st.timer.pending == 2 and st.log.counts["errors"] == 1
     assert st.controller.seen == []
+
+
+def test_thread_timer_counts_the_threads_work_not_its_waiting():
+    # What the OS gives to other processes (here: a sleep) is not the stage's compute; the
+    # wall time beside it still sees it.
+    timer = timer_for("cpu", intra_op_threads=1)
+    token = timer.begin()
+    time.sleep(0.05)
+    timer.end(token, "slept")
+    token = timer.begin()
+    deadline = time.perf_counter() + 0.03
+    while time.perf_counter() < deadline:
+        pass
+    timer.end(token, "busy")
+    slept, busy = timer.poll()
+    assert (slept.payload, busy.payload) == ("slept", "busy")
+    assert slept.source == busy.source == CPU_THREAD
+    assert slept.wall_ms >= 50.0 and slept.ms < 0.5 * slept.wall_ms
+    assert busy.wall_ms >= 30.0 and busy.ms > 0.0
+    assert timer.poll() == []
+
+
+def test_cpu_thread_time_is_learned_with_the_wall_time_logged(make_state, tmp_path):
+    st = make_state("cpu", timer_for("cpu", intra_op_threads=1))
+    hooks._around_run_batch(launching_forward(FakeGpu(), 0.0, wall_s=0.02), object(),
+                            FakeBatch("decode"))
+    (rec,) = stage_records(tmp_path)
+    assert rec["timing"] == CPU_THREAD and rec["learned"] is True
+    assert rec["wall_ms"] >= 20.0 > rec["measured_ms"]  # the sleep is wall, not compute
+    assert st.controller.seen == [pytest.approx(rec["measured_ms"], abs=1e-3)]

@@ -1,6 +1,13 @@
 """Stage timing that is true on the device the stage runs on (no sglang imports).
 
-On CPU a forward is synchronous: the wall time of ``run_batch`` is the stage time (``cpu-wall``).
+On CPU a forward is synchronous. With one intra-op thread (torch.get_num_threads() == 1, the CPU
+recipe's OMP_NUM_THREADS=1 per rank) the whole forward runs on the scheduler thread, and that
+thread's CPU time is the stage's compute (``cpu-thread``); the wall time beside it also counts
+whatever else the OS ran on that core meanwhile -- the other rank, the tokenizer, the client, other
+users of a shared box -- and is logged as ``wall_ms``. (Live, issue 18: identical batches repeated
+to 25-35% by wall time on the shared 2-core box, to 10-13% by thread time.) With more intra-op
+threads the forward's work is spread over threads the scheduler's clock does not see: wall time
+(``cpu-wall``).
 On CUDA nothing inside ``run_batch`` waits for the GPU (a non-last PP rank returns right after
 launching; SGLang's first wait is a later ``d2h_event.synchronize()``), so wall time there is
 launch time (``launch-wall``): it is logged but never learned from. ``cuda-event`` records an
@@ -21,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 CPU_WALL = "cpu-wall"
+CPU_THREAD = "cpu-thread"
 CUDA_EVENT = "cuda-event"
 LAUNCH_WALL = "launch-wall"
 # source -> device types on which it is the stage's compute time. Anything else is refused.
-LEARNABLE_ON = {CPU_WALL: frozenset({"cpu"}), CUDA_EVENT: frozenset({"cuda"})}
+LEARNABLE_ON = {CPU_WALL: frozenset({"cpu"}), CPU_THREAD: frozenset({"cpu"}),
+                CUDA_EVENT: frozenset({"cuda"})}
 MAX_PENDING = 4096  # event pairs awaiting the GPU; more means query() never turns true
 
 
@@ -38,6 +47,7 @@ class FinishedStage:
     payload: Any
     ms: float
     source: str
+    wall_ms: float | None = None  # cpu-thread: the wall time beside the thread's CPU time
 
 
 class WallTimer:
@@ -61,6 +71,21 @@ class WallTimer:
     @property
     def pending(self) -> int:
         return 0
+
+
+class ThreadTimer(WallTimer):
+    """The scheduler thread's CPU time (``cpu-thread``), with the wall time beside it."""
+
+    def __init__(self) -> None:
+        super().__init__(CPU_THREAD)
+
+    def begin(self) -> tuple[float, float]:  # type: ignore[override]
+        return time.thread_time(), time.perf_counter()
+
+    def end(self, token: tuple[float, float], payload: Any) -> None:  # type: ignore[override]
+        cpu = 1000.0 * (time.thread_time() - token[0])
+        wall = 1000.0 * (time.perf_counter() - token[1])
+        self._ready.append(FinishedStage(payload, cpu, self.source, wall))
 
 
 class EventTimer:
@@ -113,6 +138,15 @@ def device_type_of(sched) -> str:
     return str(device).split(":", 1)[0]
 
 
+def intra_op_threads() -> int | None:
+    """torch's intra-op thread count in this process (None: torch not importable)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
 def forward_stream_of(sched):
     """The stream ``run_batch`` launches on when it is not the current one: the overlap
     scheduler's ``forward_stream`` (PP runs without overlap, inside ``forward_stream_ctx``)."""
@@ -120,14 +154,16 @@ def forward_stream_of(sched):
         else None
 
 
-def timer_for(device_type: str, device_module=None, stream=None):
+def timer_for(device_type: str, device_module=None, stream=None, *,
+              intra_op_threads: int | None = None):
     """The timer that measures compute time on ``device_type``.
 
-    CPU: wall time. CUDA: events (needs ``device_module``). Any other device: wall time under
-    the ``launch-wall`` name, which the feeding path refuses (logged, never learned).
+    CPU: the scheduler thread's CPU time with one intra-op thread, else wall time. CUDA: events
+    (needs ``device_module``). Any other device: wall time under the ``launch-wall`` name, which
+    the feeding path refuses (logged, never learned).
     """
     if device_type == "cpu":
-        return WallTimer(CPU_WALL)
+        return ThreadTimer() if intra_op_threads == 1 else WallTimer(CPU_WALL)
     if device_type == "cuda" and device_module is not None and hasattr(device_module, "Event"):
         return EventTimer(device_module, stream)
     return WallTimer(LAUNCH_WALL)

@@ -22,7 +22,12 @@ from ppsched.sglang_patch.agreement import Agreement, fingerprint, over_torch_st
 from ppsched.sglang_patch.config import PluginConfig
 from ppsched.sglang_patch.decide import decide
 from ppsched.sglang_patch.decision_log import DecisionLog
-from ppsched.sglang_patch.device_timing import device_type_of, forward_stream_of, timer_for
+from ppsched.sglang_patch.device_timing import (
+    device_type_of,
+    forward_stream_of,
+    intra_op_threads,
+    timer_for,
+)
 from ppsched.sglang_patch.metrics import PluginMetrics
 from ppsched.sglang_patch.preflight import ServerFacts, build_checked
 from ppsched.sglang_patch.serving_stack import loop_slots, read_decode_graphs
@@ -102,7 +107,9 @@ def _after_init_dispatcher(result, sched) -> None:
                             log=log, agreement=agreement, device_type=device_type,
                             graphs=graphs, loop_slots=slots,
                             timer=timer_for(device_type, getattr(sched, "device_module", None),
-                                            forward_stream_of(sched)))
+                                            forward_stream_of(sched),
+                                            intra_op_threads=intra_op_threads()
+                                            if device_type == "cpu" else None))
         stage_feed.attach_learner(state)
         from sglang.utils import TypeBasedDispatcher
 

@@ -138,6 +138,8 @@ def _stage_fields(done: FinishedStage, alp_ms: float | None, learned: bool,
                   measured_ms=round(done.ms, 3), predicted_ms=stage.predicted_ms,
                   timing=done.source, cuda_graph=stage.cuda_graph,
                   padded_decode=stage.padded_decode, alp_ms=alp_ms, learned=learned)
+    if done.wall_ms is not None:
+        fields["wall_ms"] = round(done.wall_ms, 3)
     if refused:
         fields["not_learned"] = refused
     return fields
