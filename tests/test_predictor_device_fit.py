@@ -58,7 +58,7 @@ def test_outside_the_box_the_profile_anchored_model_answers():
     assert alp.use_fit
     inside = BatchShape(prefill=((300, 64),))
     big = BatchShape(prefill=((0, 2048),))
-    assert alp.fit.predict_in_box(2048, 1, 0, 0, 2048 * 2048) is None
+    assert alp.fit.predict_in_box(2048, 1, 0, 0, 2048 * 2048, 0) is None
     alp.use_fit = False
     profile_inside, profile_big = alp.predict(inside), alp.predict(big)
     alp.use_fit = True
@@ -91,7 +91,8 @@ def test_hot_path_matches_the_features():
         cross = sum(p * e for p, e in s.prefill)
         square = sum(e * e for _, e in s.prefill)
         assert fit.predict_in_box(s.batched_tokens, len(s.prefill), s.decode_ctx_sum, cross,
-                                  square) == pytest.approx(fit.predict_x(x), rel=1e-12)
+                                  square, s.decode_count) == pytest.approx(fit.predict_x(x),
+                                                                           rel=1e-12)
         assert fit.predict_x(x) == pytest.approx(cpu_like_ms(s), rel=1e-2)  # noiseless data
 
 

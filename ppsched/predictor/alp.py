@@ -171,7 +171,8 @@ class ALPredictor:
             tokens += extend
         if self.use_fit:  # the device fit, inside its box (None outside)
             fitted = self.fit.predict_in_box(  # type: ignore[union-attr]
-                tokens, len(shape.prefill), shape.decode_ctx_sum, cross, square)
+                tokens, len(shape.prefill), shape.decode_ctx_sum, cross, square,
+                shape.decode_count)
             if fitted is not None and fitted > 0.0:
                 return fitted
         lin = self._linear(tokens)

@@ -8,7 +8,7 @@ attention over a 400-token prefix costs as much as the 128 new tokens' linear la
 it is a few percent) those priors hold the profile's shape against the data, and ALP stays 40-50%
 off the measured stages (issue 18).
 
-``DeviceFit`` is the other estimate: recursive least squares with the same forgetting over six
+``DeviceFit`` is the other estimate: recursive least squares with the same forgetting over seven
 features of the batch, in the device's milliseconds, with a weak prior -- what the measurements
 say and nothing else. ALP answers with it only where it is the better predictor of the stages
 just seen (``ALPredictor``: prequential error, each prediction scored before it is learned from)
@@ -27,7 +27,8 @@ TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
 PREFIX_SCALE = 2.0**21  # as ALP's attention features
 EXTEND_SCALE = 2.0**20
 DECODE_CTX_SCALE = 1e5
-N_FEATURES = 6
+DECODE_COUNT_SCALE = 100.0
+N_FEATURES = 7
 # Weak prior: weights 0 +- 1000 ms per feature unit (the data decide within a few samples;
 # the live CPU server needs ~1300 ms per 2^21 prefix x extend).
 PRIOR_VAR = 1e6
@@ -35,7 +36,7 @@ COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step:
 
 
 def fit_features(shape: BatchShape) -> list[float]:
-    """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2), scaled."""
+    """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2, decodes), scaled."""
     cross = 0
     square = 0
     tokens = shape.decode_count
@@ -44,7 +45,8 @@ def fit_features(shape: BatchShape) -> list[float]:
         square += extend * extend
         tokens += extend
     return [1.0, tokens / TOKEN_SCALE, float(len(shape.prefill)),
-            shape.decode_ctx_sum / DECODE_CTX_SCALE, cross / PREFIX_SCALE, square / EXTEND_SCALE]
+            shape.decode_ctx_sum / DECODE_CTX_SCALE, cross / PREFIX_SCALE, square / EXTEND_SCALE,
+            shape.decode_count / DECODE_COUNT_SCALE]
 
 
 class DeviceFit:
@@ -68,20 +70,22 @@ class DeviceFit:
         return all(lo <= v <= hi for lo, v, hi in zip(low, x, high, strict=True))
 
     def predict_in_box(self, tokens: int, pieces: int, decode_ctx: int, cross: int,
-                       square: int) -> float | None:
+                       square: int, decodes: int) -> float | None:
         """``predict_x(fit_features(...))`` from the raw sums, None outside the box (the hot
         path: a candidate scan calls this once per candidate)."""
         x1 = tokens / TOKEN_SCALE
         x3 = decode_ctx / DECODE_CTX_SCALE
         x4 = cross / PREFIX_SCALE
         x5 = square / EXTEND_SCALE
+        x6 = decodes / DECODE_COUNT_SCALE
         low, high = self.low, self.high
         if not (low[1] <= x1 <= high[1] and low[2] <= pieces <= high[2]
                 and low[3] <= x3 <= high[3] and low[4] <= x4 <= high[4]
-                and low[5] <= x5 <= high[5]):
+                and low[5] <= x5 <= high[5] and low[6] <= x6 <= high[6]):
             return None
         w = self.weights
-        return w[0] + w[1] * x1 + w[2] * pieces + w[3] * x3 + w[4] * x4 + w[5] * x5
+        return (w[0] + w[1] * x1 + w[2] * pieces + w[3] * x3 + w[4] * x4 + w[5] * x5
+                + w[6] * x6)
 
     def predict_x(self, x: Sequence[float]) -> float:
         return sum(map(mul, self.weights, x))
