@@ -65,7 +65,8 @@ def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch:
                   decode_load: tuple[int, int] | None = None,
                   correct: Callable[[BatchShape, float], float] | None = None) -> CandidateCosts:
     """Costs of every candidate; ``decode_load`` = (requests, context sum) of a decode-only
-    microbatch to predict too; ``correct`` shifts each prediction (measured residuals)."""
+    microbatch to predict too; ``correct`` shifts each prediction (measured residuals of the
+    profile-anchored formula: not applied when ALP's device fit answered the scan)."""
     if batch is BatchModel.MIXED:  # a candidate at or below d carries no prefill
         prefill = tuple(max(c - decodes, 0) for c in candidates)
         shapes = [BatchShape(((prefix, p),) if p else (), decodes, decode_ctx) for p in prefill]
@@ -77,8 +78,13 @@ def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch:
         shapes = [BatchShape(((prefix, c),)) for c in candidates]
     if decode_load is not None and decode_load[0] > 0:
         shapes.append(BatchShape((), decode_load[0], decode_load[1]))
-    predicted = list(predictor.predict_many(shapes))
-    if correct is not None:
+    scan = getattr(predictor, "predict_scan", None)
+    if scan is not None:  # ALP: one model answers the scan; the fit needs no residual shift
+        predicted, from_fit = scan(shapes)
+        predicted = list(predicted)
+    else:
+        predicted, from_fit = list(predictor.predict_many(shapes)), False
+    if correct is not None and not from_fit:
         predicted = [correct(sh, ms) for sh, ms in zip(shapes, predicted, strict=True)]
     decode_ms = predicted.pop() if len(predicted) > len(candidates) else 0.0
     return CandidateCosts(candidates, prefill, tuple(predicted), decode_ms)

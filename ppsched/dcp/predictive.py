@@ -73,7 +73,10 @@ class PredictiveChunk:
         kind = measurement.shape.kind
         if kind != "empty" and measurement.measured_ms > 0:
             if self.variant is Variant.OURS:  # residual of the prediction made before learning
-                predicted = self.predictor.predict_many((measurement.shape,))[0]
+                # (of ALP's profile-anchored formula: the residual shifts only its scans)
+                formula = getattr(self.predictor, "predict_formula", None)
+                predicted = formula(measurement.shape) if formula is not None else \
+                    self.predictor.predict_many((measurement.shape,))[0]
                 self._residual.update(measurement.shape, predicted, measurement.measured_ms)
             self.predictor.update(measurement.shape, measurement.measured_ms)
         if kind == "mixed":
