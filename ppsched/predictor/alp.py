@@ -33,7 +33,7 @@ from operator import mul
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
-from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, batch_sums, fit_features
 from ppsched.predictor.profile import LinearProfile
 
 PREFIX_SCALE = 2.0**21
@@ -163,34 +163,25 @@ class ALPredictor:
     def predict(self, shape: BatchShape) -> float:
         """Predicted ms of one stage for this batch: the device fit's inside its box while it
         is the better predictor, else the profile-anchored formula's."""
+        tokens, cross, square = batch_sums(shape)
         if self.use_fit:
-            fitted = self._fitted(shape)
+            fitted = self._fitted_from(shape, tokens, cross, square)
             if fitted is not None:
                 return fitted
-        return self.predict_formula(shape)
+        return self._formula_from(shape, tokens, cross, square)
 
-    def _fitted(self, shape: BatchShape) -> float | None:
+    def _fitted_from(self, shape: BatchShape, tokens: int, cross: int, square: int
+                     ) -> float | None:
         """The device fit's prediction, None outside its box (or not positive)."""
-        cross = 0
-        square = 0
-        tokens = shape.decode_count
-        for prefix, extend in shape.prefill:
-            cross += prefix * extend
-            square += extend * extend
-            tokens += extend
         fitted = self.fit.predict_in_box(  # type: ignore[union-attr]
             tokens, len(shape.prefill), shape.decode_ctx_sum, cross, square, shape.decode_count)
         return fitted if fitted is not None and fitted > 0.0 else None
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        cross = 0
-        square = 0
-        tokens = shape.decode_count
-        for prefix, extend in shape.prefill:
-            cross += prefix * extend
-            square += extend * extend
-            tokens += extend
+        return self._formula_from(shape, *batch_sums(shape))
+
+    def _formula_from(self, shape: BatchShape, tokens: int, cross: int, square: int) -> float:
         lin = self._linear(tokens)
         w = self.weights
         out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
@@ -207,14 +198,21 @@ class ALPredictor:
         """(predictions, from the fit): one model answers the whole scan -- the device fit only
         if every shape lies in its box, else the formula for all. A scan compares candidates;
         the fit for the seen sizes beside the formula for the unseen ones would compare two
-        models' biases (a x0.1 profile's formula over-predicted the unseen 256-token chunk
-        against the fit's 128s, and 256 was never tried: goodput -44% at SLO 0.6)."""
+        models' biases across the box's edge."""
+        sums = [batch_sums(s) for s in shapes]
         if self.use_fit:
-            fitted = [self._fitted(s) for s in shapes]
-            if None not in fitted:
-                return fitted, True  # type: ignore[return-value]
-        formula = self.predict_formula
-        return [formula(s) for s in shapes], False
+            fitted = []
+            # largest candidate first: the one most likely outside the box ends the try soonest
+            for i in range(len(shapes) - 1, -1, -1):
+                value = self._fitted_from(shapes[i], *sums[i])
+                if value is None:
+                    break
+                fitted.append(value)
+            else:
+                fitted.reverse()
+                return fitted, True
+        formula = self._formula_from
+        return [formula(s, *t) for s, t in zip(shapes, sums, strict=True)], False
 
     def update(self, shape: BatchShape, measured_ms: float) -> None:
         """One RLS step on the residual measured - linear term."""

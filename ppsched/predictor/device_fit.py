@@ -35,8 +35,8 @@ PRIOR_VAR = 1e6
 COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step: restart at this
 
 
-def fit_features(shape: BatchShape) -> list[float]:
-    """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2, decodes), scaled."""
+def batch_sums(shape: BatchShape) -> tuple[int, int, int]:
+    """(batched tokens, sum of prefix x extend, sum of extend^2) in one pass over the pieces."""
     cross = 0
     square = 0
     tokens = shape.decode_count
@@ -44,6 +44,12 @@ def fit_features(shape: BatchShape) -> list[float]:
         cross += prefix * extend
         square += extend * extend
         tokens += extend
+    return tokens, cross, square
+
+
+def fit_features(shape: BatchShape) -> list[float]:
+    """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2, decodes), scaled."""
+    tokens, cross, square = batch_sums(shape)
     return [1.0, tokens / TOKEN_SCALE, float(len(shape.prefill)),
             shape.decode_ctx_sum / DECODE_CTX_SCALE, cross / PREFIX_SCALE, square / EXTEND_SCALE,
             shape.decode_count / DECODE_COUNT_SCALE]
