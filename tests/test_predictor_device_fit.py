@@ -104,3 +104,30 @@ def test_json_round_trip_keeps_the_fit_and_the_papers_alp_has_none():
     assert back.use_fit == alp.use_fit and back.fit.weights == alp.fit.weights
     assert back.predict(shape) == alp.predict(shape)
     assert ALPredictor(PROFILE, correct_linear_online=False).fit is None
+
+
+def test_one_model_answers_a_whole_scan():
+    alp = ALPredictor(PROFILE)
+    prequential_mape(alp, random.Random(5), 300, 0)
+    assert alp.use_fit
+    inside = [BatchShape(prefill=((300, c),)) for c in (16, 32, 64, 128)]
+    values, from_fit = alp.predict_scan(inside)
+    assert from_fit and values == [alp.predict(s) for s in inside]
+    scan = [*inside, BatchShape(prefill=((300, 2048),))]  # one candidate past the data
+    values, from_fit = alp.predict_scan(scan)
+    assert not from_fit and values == [alp.predict_formula(s) for s in scan]
+    assert alp.predict_many(scan) == values
+
+
+def test_the_tile_residual_shifts_only_formula_scans():
+    from ppsched.dcp.candidate_costs import BatchModel, predict_costs
+
+    alp = ALPredictor(PROFILE)
+    prequential_mape(alp, random.Random(6), 300, 0)
+    shifted = lambda shape, ms: ms + 1000.0  # noqa: E731 - a residual no scan could miss
+    inside = predict_costs(alp, (16, 64, 128), BatchModel.PLAIN, 300, 0, 0,
+                           correct=shifted)
+    assert max(inside.stage_ms) < 1000.0  # the fit answered: no residual shift
+    past = predict_costs(alp, (16, 64, 2048), BatchModel.PLAIN, 300, 0, 0,
+                         correct=shifted)
+    assert min(past.stage_ms) > 1000.0  # the formula answered: shifted
