@@ -21,9 +21,11 @@ SLO = Slo(2000.0, 200.0)
 
 def mixed_ctl(slo: Slo = SLO, fake: LinearFake | None = None) -> PredictiveChunk:
     ctl = PredictiveChunk(slo, 4, fake or LinearFake())
-    # exactly what the fake predicts, so the residual correction stays 0 (tile 8 of 128 tokens)
-    shape = BatchShape(((0, 998),), 2, 100)
-    ctl.observe(StageMeasurement(0.0, 0, 0, shape, 10 + 0.02 * 1000 + 1e-4 * 100))
+    # exactly what the fake predicts, so the residual correction stays 0
+    # (every tile up to 2048 tokens has run: no candidate is priced by exploration)
+    for tokens in range(128, 2049, 128):
+        shape = BatchShape(((0, tokens - 2),), 2, 100)
+        ctl.observe(StageMeasurement(0.0, 0, 0, shape, 10 + 0.02 * tokens + 1e-4 * 100))
     assert ctl.mixed_seen
     return ctl
 
@@ -36,6 +38,35 @@ def test_most_efficient_chunk_within_the_slo_tpot():
     assert dict(d.inputs)["tpot_budget_ms"] == 200.0
     # a tighter SLO shrinks it: 10 + 0.02 c <= 25 -> c <= 750 -> 640
     assert mixed_ctl(Slo(2000.0, 100.0)).decide(snap).chunk_tokens == 640
+
+
+def test_a_tiles_residual_fades_and_expires_with_the_predictors_forgetting():
+    tr = TileResidual(tiles=4, weight=0.5, forgetting=0.99)  # window: 100 stages
+    small, big = BatchShape(((0, 100),)), BatchShape(((0, 300),))
+    tr.update(small, 10.0, 30.0)  # +20 ms, e.g. learnt while the predictor was still far off
+    for _ in range(50):
+        tr.update(big, 20.0, 20.0)
+    assert tr.measured(1) and tr.correct(small, 10.0) == pytest.approx(10.0 + 20.0 * 0.99**50)
+    for _ in range(51):
+        tr.update(big, 20.0, 20.0)
+    assert not tr.measured(1)  # older than the window: the mean residual over all tiles
+    assert tr.correct(small, 10.0) == pytest.approx(10.0, abs=0.1)
+    assert tr.measured(3) and not tr.measured(2)
+
+
+def test_an_unmeasured_tile_above_a_measured_one_is_priced_at_its_lower_bound():
+    from ppsched.dcp.calibrate import explore_next_tiles
+    from ppsched.dcp.candidate_costs import CandidateCosts
+
+    tr = TileResidual(tiles=8)
+    tr.update(BatchShape(((0, 120),), 8), 20.0, 20.0)  # tile 1 ran
+    costs = CandidateCosts((128, 256, 384), (120, 248, 376), (20.0, 45.0, 50.0), 0.0)
+    out = explore_next_tiles(tr, costs, 8)
+    # 256 (tile 2) never ran, right above tile 1: at most 128's stage; 384 two tiles up: as is
+    assert out.stage_ms == (20.0, 20.0, 50.0)
+    tr.update(BatchShape(((0, 248),), 8), 45.0, 24.0)  # tried once: measured from now on
+    # 256 is priced as given now (in use: its residual-corrected stage); 384 is next above it
+    assert explore_next_tiles(tr, costs, 8).stage_ms == (20.0, 45.0, 45.0)
 
 
 def test_kv_bound_budget_from_littles_law():
@@ -82,11 +113,10 @@ def test_measured_residual_corrects_the_stage_predictions():
     assert ctl.decide(snap).chunk_tokens == 1920
     shape = BatchShape(((0, 1900),))  # tile 15 (1793..1920 batched tokens) runs 30 ms slow
     ctl.observe(StageMeasurement(0.0, 0, 0, shape, fake.predict(shape) + 30.0))
-    # 1920 now predicts 78 ms; 1792 (tile 14, no data of its own) takes the mean residual over
-    # all tiles, 0 + (30 - 0) / 32, and still fits
+    # 1920 now predicts 78 ms; 1792 (tile 14, measured exact) keeps its own residual, 0, and fits
     d = ctl.decide(snap)
     assert d.chunk_tokens == 1792
-    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792 + 30.0 / 32)
+    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792)
 
 
 def test_tile_residual():
@@ -96,8 +126,9 @@ def test_tile_residual():
     tr.update(small, 10.0, 14.0)
     assert tr.correct(small, 10.0) == 14.0
     assert tr.correct(big, 20.0) == 24.0  # unseen tile: the residual over all tiles
-    tr.update(small, 10.0, 12.0)
-    assert tr.correct(small, 10.0) == pytest.approx(13.0)
+    tr.update(small, 10.0, 12.0)  # the old residual faded one stage's forgetting first
+    lam = tr.forgetting
+    assert tr.correct(small, 10.0) == pytest.approx(10.0 + 4.0 * lam + 0.5 * (2.0 - 4.0 * lam))
     huge = BatchShape(((0, 9000),))
     tr.update(huge, 50.0, 40.0)  # beyond the last tile: shares the last one
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0

@@ -55,7 +55,10 @@ class PredictiveChunk:
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
         self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
-        self._residual = TileResidual()  # measured residuals, used by the SLO rule
+        # measured residuals, used by the SLO rule; they fade with ALP's own forgetting
+        forgetting = getattr(predictor, "forgetting", None)
+        self._residual = TileResidual() if forgetting is None else TileResidual(
+            forgetting=forgetting)
         k = self.constants
         if variant is Variant.PAPER:
             self._plain_rule: Rule = PaperRule(slo, pp_size, predictor, k)

@@ -17,6 +17,9 @@ the slot that runs it lasts at least pp * s(c).
   (c - d) / s(c): the per-token efficiency of the chunk, which drains the queue fastest and so
   keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
   requests just before their deadline). Ties: the shorter stage.
+- Sizes never run: a candidate whose tile has not run yet, right above one that has, is priced
+  at the measured stage below it (its lower bound, ``calibrate.explore_next_tiles``), so the rule
+  tries it once instead of trusting ALP's extrapolation to it for ever.
 - None fits: the candidate with the least stage time ("tpot-tight:least-stage").
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
@@ -29,7 +32,7 @@ from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
-from ppsched.dcp.calibrate import TileResidual
+from ppsched.dcp.calibrate import TileResidual, explore_next_tiles
 from ppsched.dcp.candidate_costs import (
     BatchModel,
     StagePredictor,
@@ -64,8 +67,9 @@ class SloRule:
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
         d_reqs, d_ctx = asking_slot_decodes(snap)
-        costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
-                              d_reqs, d_ctx, correct=self.residual.correct)
+        costs = explore_next_tiles(self.residual, predict_costs(
+            self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap), d_reqs, d_ctx,
+            correct=self.residual.correct), d_reqs)
         pp = self.pp
         kv_round = kv_round_ms(snap, pp)
         budget = min(self.slo.tpot_ms, kv_round)
