@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/bench_dcp_shifting.py --workload alternating [--model qwen2.5-32b]
               [--chunks static:128,...,predictive] [--seeds 0] [--slo-scale 1.0]
-              [--only code|conv]  (code-conv: one phase for the whole run)
+              [--only code|conv|chat|batch]  (code-conv, chat-batch: one phase for the whole run)
 Same verdict as ``ppsched goodput`` (``ppsched.metrics.steady``: P90 TTFT/TPOT on the
 measurement window, admissions keep up, the last quarter too), window from the workload's median
 output; search: double/halve from --start, then bisect to 2%. Goodput per seed and the lowest
@@ -71,7 +71,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--slo-scale", type=float, default=1.0)
     ap.add_argument("--start", type=float, default=4.0)
-    ap.add_argument("--only", default=None, help="code-conv: keep one phase (code or conv)")
+    ap.add_argument("--only", default=None,
+                    help="code-conv: keep one phase (code or conv); chat-batch: chat or batch")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     result: dict[str, list[float]] = {}
