@@ -10,6 +10,7 @@ from ppsched.traces.shifting import (
     alternating,
     chat_batch,
     code_conv,
+    decoding_output_p50,
     diurnal,
     phase_of,
     shifting_workload,
@@ -95,3 +96,12 @@ def test_bad_arguments_are_user_errors():
         code_conv(1.0, 10.0, period_s=0.0)
     with pytest.raises(UserError, match="sawtooth"):
         phase_of("sawtooth", 1.0)
+
+
+def test_window_is_sized_by_the_requests_that_decode():
+    w = chat_batch(3.0, 600.0, seed=0)
+    _, _, output = w.arrays()
+    # about half the mix is prefill-only, so the whole mix's median sits far below the chat's
+    assert decoding_output_p50(w) == np.median(output[output >= 2]) > 80 > np.median(output)
+    with pytest.raises(UserError, match="chat-batch"):
+        decoding_output_p50(chat_batch(3.0, 60.0, seed=0, only="batch"))

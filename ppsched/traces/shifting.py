@@ -179,6 +179,19 @@ def phase_of(name: str, arrival_s: float) -> str:
     raise UserError(f"shifting workload {name!r}: expected one of {', '.join(SHIFTING_NAMES)}")
 
 
+def decoding_output_p50(workload: Workload) -> float:
+    """The median output of the requests that decode (>= 2 output tokens), to size the sustained
+    goodput window (``metrics.steady.window_for``). A 1-token request's E2E is its TTFT: sized by
+    chat-batch's whole mix (median output 1) the cool-down would be 2 s and the last measured chat
+    requests would decode under a fading load. Equal to the whole mix's median on the other
+    workloads (no 1-token outputs there)."""
+    outputs = [r.output_tokens for r in workload.requests if r.output_tokens >= 2]
+    if not outputs:
+        raise UserError(f"workload {workload.name!r}: no request with >= 2 output tokens to size "
+                        "the window by")
+    return float(np.median(outputs))
+
+
 def shifting_workload(name: str, rate: float, duration_s: float, seed: int = 0,
                       only: str | None = None) -> Workload:
     """A shifting workload by name; ``only`` picks one phase of ``code-conv`` or ``chat-batch``."""
