@@ -18,12 +18,20 @@ the slot that runs it lasts at least pp * s(c).
   keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
   requests just before their deadline). Ties: the shorter stage.
 - None fits: the candidate with the least stage time ("tpot-tight:least-stage").
+- Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
+  TPOT to keep, and the SLO left is TTFT. The queued prompts' Q tokens take ceil(Q / p(c))
+  microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
+  pipeline, so they all have their first token after (ceil(Q / p(c)) + pp - 1) * s(c): the
+  candidate minimising it ("no-decodes:min-queue-ttft"). Small queues favour short stages (the
+  crossing), long ones per-token efficiency (the drain). The first request that decodes brings
+  the TPOT budget back at the next microbatch.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,6 +40,7 @@ from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import (
     BatchModel,
+    CandidateCosts,
     StagePredictor,
     asking_slot_decodes,
     chunk_prefix,
@@ -40,6 +49,15 @@ from ppsched.dcp.candidate_costs import (
 from ppsched.dcp.rule_base import Choice
 
 INF = float("inf")
+
+
+def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: int) -> float:
+    """Predicted time until all ``queued_tokens`` have been prefilled with candidate i and the last
+    microbatch has crossed the pipeline; inf when the candidate carries no prefill."""
+    p = costs.prefill[i]
+    if p <= 0:
+        return INF
+    return (math.ceil(queued_tokens / p) + pp - 1) * costs.stage_ms[i]
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int) -> float:
@@ -67,6 +85,13 @@ class SloRule:
         costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
                               d_reqs, d_ctx, correct=self.residual.correct)
         pp = self.pp
+        queued = snap.queued_prompt_tokens
+        if snap.max_slot_decode_reqs == 0 and queued > 0:
+            ttft = [queue_first_token_ms(costs, i, queued, pp) for i in range(len(candidates))]
+            idx = min(range(len(candidates)), key=lambda i: (ttft[i], costs.stage_ms[i]))
+            return Choice(idx, "no-decodes:min-queue-ttft", costs, (
+                ("arrival_tok_s", arrival_tok_s), ("queue_first_token_ms", ttft[idx]),
+                ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
         kv_round = kv_round_ms(snap, pp)
         budget = min(self.slo.tpot_ms, kv_round)
         stage = costs.stage_ms
