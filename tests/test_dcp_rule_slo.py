@@ -13,7 +13,7 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.rule_slo import kv_round_ms, queue_first_token_ms
+from ppsched.dcp.rule_slo import SloRule, kv_round_ms, queue_first_token_ms
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -111,10 +111,27 @@ def test_nothing_decodes_minimises_the_queues_first_token_time():
     assert mixed_ctl().decide(make_snap()).reason == "slo:max-supply"
 
 
+def test_nothing_decodes_under_arrivals_favours_supply():
+    rule = SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual())
+    grid = tuple(range(128, 2049, 128))
+    snap = make_snap(queue=[waiting(0, 100.0, 500)])
+    assert grid[rule.choose(snap, grid, 0.0).index] == 256  # idle: as above
+    # 15,000 prompt tok/s arriving: 128 cannot keep up (supply 10.2 tok/ms); 256 would run stage 0
+    # at rho 0.89 (2 x 15.12 / 0.114 + 3 x 15.12 = 310.7 ms), 512 at 0.59 (20.24 / 0.407 + 3 x
+    # 20.24 = 110.4), 640 at 0.53 (117.3)
+    busy = rule.choose(snap, grid, 15_000.0)
+    assert (grid[busy.index], busy.reason) == (512, "no-decodes:min-queue-ttft")
+    assert dict(busy.inputs)["queue_first_token_ms"] == pytest.approx(
+        20.24 / (1 - 15.0 / (512 / 20.24)) + 3 * 20.24)
+    # more than any chunk can supply (2048: 41 tok/ms): the greatest supply
+    assert grid[rule.choose(snap, grid, 50_000.0).index] == 2048
+
+
 def test_queue_first_token_ms_without_prefill_is_inf():
     costs = CandidateCosts((128, 256), (0, 56), (12.0, 15.0), 0.0)
     assert math.isinf(queue_first_token_ms(costs, 0, 1000, 4))
     assert queue_first_token_ms(costs, 1, 1000, 4) == pytest.approx((18 + 3) * 15.0)
+    assert math.isinf(queue_first_token_ms(costs, 1, 1000, 4, arrival_tok_ms=56 / 15.0))
 
 
 def test_tile_residual():

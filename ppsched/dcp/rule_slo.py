@@ -21,10 +21,13 @@ the slot that runs it lasts at least pp * s(c).
 - Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
   TPOT to keep, and the SLO left is TTFT. The queued prompts' Q tokens take ceil(Q / p(c))
   microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
-  pipeline, so they all have their first token after (ceil(Q / p(c)) + pp - 1) * s(c): the
-  candidate minimising it ("no-decodes:min-queue-ttft"). Small queues favour short stages (the
-  crossing), long ones per-token efficiency (the drain). The first request that decodes brings
-  the TPOT budget back at the next microbatch.
+  pipeline; prompts arriving meanwhile (the measured arrival rate a, in tokens) take a share
+  rho = a / supply(c) of stage 0, so the drain stretches by 1 / (1 - rho): they all have their
+  first token after ceil(Q / p(c)) * s(c) / (1 - rho) + (pp - 1) * s(c), and the rule takes the
+  candidate minimising it ("no-decodes:min-queue-ttft"; none keeps up: the greatest supply).
+  Small queues at low load favour short stages (the crossing), long queues and high load
+  per-token efficiency (the drain). The first request that decodes brings the TPOT budget back
+  at the next microbatch.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
 """
@@ -51,13 +54,19 @@ from ppsched.dcp.rule_base import Choice
 INF = float("inf")
 
 
-def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: int) -> float:
+def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: int,
+                         arrival_tok_ms: float = 0.0) -> float:
     """Predicted time until all ``queued_tokens`` have been prefilled with candidate i and the last
-    microbatch has crossed the pipeline; inf when the candidate carries no prefill."""
+    microbatch has crossed the pipeline, while prompt tokens keep arriving at ``arrival_tok_ms``
+    per ms: the drain ceil(Q / p) * s stretches by 1 / (1 - rho), rho = arrival / supply (the
+    share of stage 0 the arrivals take at this chunk). inf when the candidate carries no prefill
+    or cannot keep up with the arrivals."""
     p = costs.prefill[i]
-    if p <= 0:
+    supply = costs.supply(i)
+    if p <= 0 or supply <= arrival_tok_ms:
         return INF
-    return (math.ceil(queued_tokens / p) + pp - 1) * costs.stage_ms[i]
+    drain = math.ceil(queued_tokens / p) * costs.stage_ms[i] / (1.0 - arrival_tok_ms / supply)
+    return drain + (pp - 1) * costs.stage_ms[i]
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int) -> float:
@@ -87,8 +96,11 @@ class SloRule:
         pp = self.pp
         queued = snap.queued_prompt_tokens
         if snap.max_slot_decode_reqs == 0 and queued > 0:
-            ttft = [queue_first_token_ms(costs, i, queued, pp) for i in range(len(candidates))]
-            idx = min(range(len(candidates)), key=lambda i: (ttft[i], costs.stage_ms[i]))
+            ttft = [queue_first_token_ms(costs, i, queued, pp, arrival_tok_s / 1000.0)
+                    for i in range(len(candidates))]
+            # none keeps up with the arrivals (all inf): the greatest supply drains best
+            idx = min(range(len(candidates)),
+                      key=lambda i: (ttft[i], -costs.supply(i), costs.stage_ms[i]))
             return Choice(idx, "no-decodes:min-queue-ttft", costs, (
                 ("arrival_tok_s", arrival_tok_s), ("queue_first_token_ms", ttft[idx]),
                 ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
