@@ -18,10 +18,12 @@ right for all of it.
   score -- comes back). Batch prompts are azure-code's prompt lengths (p50 1469 / p90 5188
   tokens: the same provider's long inputs), output exactly 1. A 1-token request has no TPOT
   (``RequestRecord.tpot_ms`` and the goodput verdict count TPOT over requests with >= 2 output
-  tokens only), so the batch phase is bound by TTFT alone: nothing in it limits the round, and
-  per-token efficiency and fewer pieces per prompt favour large chunks, while the chat phase's
-  decoders cap the round. Chosen, with its 150 s period and one Poisson rate, before any
-  controller ran on it, as the phase pair that code-conv's measurement said was missing.
+  tokens only), so the batch phase is bound by TTFT alone, while the chat phase's decoders cap
+  the round. Chosen, with its 150 s period and one Poisson rate, before any controller ran on
+  it, as the phase pair that code-conv's measurement said was missing. Measured (bench/dcp.md):
+  the batch phase does not want large chunks either (its TTFT pays the pipeline crossing of the
+  last piece), 384 on the simulated A100 32B; the phases differ only where the chat phase's
+  TPOT cap is below that (32B at SLO 0.6 and 0.4).
 
 Seeded like ``load_workload``: one stream for arrivals, one for lengths. Not in the named catalog
 (wiring a generator there is a change to ``traces/load.py``); ``bench/bench_dcp_shifting.py``
@@ -183,8 +185,8 @@ def decoding_output_p50(workload: Workload) -> float:
     """The median output of the requests that decode (>= 2 output tokens), to size the sustained
     goodput window (``metrics.steady.window_for``). A 1-token request's E2E is its TTFT: sized by
     chat-batch's whole mix (median output 1) the cool-down would be 2 s and the last measured chat
-    requests would decode under a fading load. Equal to the whole mix's median on the other
-    workloads (no 1-token outputs there)."""
+    requests would decode under a fading load. Equal to the whole mix's median on alternating,
+    diurnal and code-conv (checked for seeds 0 and 1), so their windows are unchanged."""
     outputs = [r.output_tokens for r in workload.requests if r.output_tokens >= 2]
     if not outputs:
         raise UserError(f"workload {workload.name!r}: no request with >= 2 output tokens to size "
