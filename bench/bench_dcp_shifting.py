@@ -2,10 +2,11 @@
 
 Usage: .venv/bin/python bench/bench_dcp_shifting.py --workload alternating [--model qwen2.5-32b]
               [--chunks static:128,...,predictive] [--seeds 0] [--slo-scale 1.0]
-              [--only code|conv]  (code-conv: one phase for the whole run)
+              [--only code|conv|chat|batch]  (code-conv, chat-batch: one phase for the whole run)
 Same verdict as ``ppsched goodput`` (``ppsched.metrics.steady``: P90 TTFT/TPOT on the
-measurement window, admissions keep up, the last quarter too), window from the workload's median
-output; search: double/halve from --start, then bisect to 2%. Goodput per seed and the lowest
+measurement window, admissions keep up, the last quarter too), window from the median output of
+the requests that decode (``decoding_output_p50``); search: double/halve from --start, then
+bisect to 2%. Goodput per seed and the lowest
 over seeds; oracle-static = the best static chunk of --chunks in hindsight. Mixed loop, PP4.
 """
 
@@ -17,13 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-
 from ppsched.core.slo import Slo  # noqa: E402
 from ppsched.experiments.run_config import RunConfig  # noqa: E402
 from ppsched.metrics.steady import verdict, window_for  # noqa: E402
 from ppsched.sim import simulate  # noqa: E402
-from ppsched.traces.shifting import shifting_workload  # noqa: E402
+from ppsched.traces.shifting import decoding_output_p50, shifting_workload  # noqa: E402
 
 STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,static:2048"
 
@@ -31,7 +30,7 @@ STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,st
 def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int) -> bool:
     slo = Slo().scaled(args.slo_scale)
     probe = shifting_workload(args.workload, 1.0, 600.0, seed)  # whole mix: same window --only
-    window = window_for(float(np.median([r.output_tokens for r in probe.requests])), Slo())
+    window = window_for(decoding_output_p50(probe), Slo())
     wl = shifting_workload(args.workload, rate, window.arrivals_s, seed, only=args.only)
     cfg = RunConfig(model=args.model, chunk=chunk, slo=slo, seed=seed, mixed_chunk=True)
     v = verdict(simulate(cfg, wl).records, window, slo)
@@ -71,7 +70,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--slo-scale", type=float, default=1.0)
     ap.add_argument("--start", type=float, default=4.0)
-    ap.add_argument("--only", default=None, help="code-conv: keep one phase (code or conv)")
+    ap.add_argument("--only", default=None,
+                    help="code-conv: keep one phase (code or conv); chat-batch: chat or batch")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     result: dict[str, list[float]] = {}

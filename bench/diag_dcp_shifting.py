@@ -2,12 +2,12 @@
 
 Usage: .venv/bin/python bench/diag_dcp_shifting.py --workload code-conv --rate 4.0
               [--chunks predictive,static:384] [--seed 0] [--slo-scale 1.0] [--model qwen2.5-32b]
-Same run as one step of ``bench_dcp_shifting.py`` (mixed loop, PP4, window from the workload's
-median output). For each phase of ``ppsched.traces.shifting.phase_of``: the measured requests'
-P90 TTFT / TPOT (misses as +inf); the chunk decisions taken while that phase's requests arrive
-(mean chunk, the three most frequent chunks, the most frequent reason); its stage-0 microbatches
-(prefill tokens, decodes, stage time, decode-only and idle shares). A controller's shortfall on
-one phase shows here, where the run's overall P90 hides it.
+Same run as one step of ``bench_dcp_shifting.py`` (mixed loop, PP4, window from the median output
+of the requests that decode). For each phase of ``ppsched.traces.shifting.phase_of``: the measured
+requests' P90 TTFT / TPOT (misses as +inf); the chunk decisions taken while that phase's requests
+arrive (mean chunk, the three most frequent chunks, the most frequent reason); its stage-0
+microbatches (prefill tokens, decodes, stage time, decode-only and idle shares). A controller's
+shortfall on one phase shows here, where the run's overall P90 hides it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ppsched.experiments.run_config import RunConfig  # noqa: E402
 from ppsched.metrics.steady import verdict, window_for  # noqa: E402
 from ppsched.metrics.summary import percentile_with_misses  # noqa: E402
 from ppsched.sim import simulate  # noqa: E402
-from ppsched.traces.shifting import phase_of, shifting_workload  # noqa: E402
+from ppsched.traces.shifting import decoding_output_p50, phase_of, shifting_workload  # noqa: E402
 
 
 def p90(values: list[float]) -> str:
@@ -52,7 +52,7 @@ def main() -> int:
     args = ap.parse_args()
     slo = Slo().scaled(args.slo_scale)
     probe = shifting_workload(args.workload, 1.0, 600.0, args.seed)
-    window = window_for(float(np.median([r.output_tokens for r in probe.requests])), Slo())
+    window = window_for(decoding_output_p50(probe), Slo())
     wl = shifting_workload(args.workload, args.rate, window.arrivals_s, args.seed)
     start = wl.requests[0].arrival_s
     print(f"{args.workload} rate {args.rate} seed {args.seed}: {len(wl)} requests, window "

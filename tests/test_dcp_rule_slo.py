@@ -11,10 +11,13 @@ from ppsched.core.batch import BatchShape
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
+from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.rule_slo import kv_round_ms
+from ppsched.dcp.rule_slo import SloRule, kv_round_ms, queue_first_token_ms
 
 SLO = Slo(2000.0, 200.0)
+# One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
+ELSEWHERE = (0, 1, 0, 0)
 # LinearFake: stage = 10 + 0.02 * batched + 1e-4 * decode_ctx; in a mixed loop a budget c is c
 # batched tokens whatever the decodes. pp = 4: the SLO allows stages up to 50 ms.
 
@@ -31,7 +34,7 @@ def mixed_ctl(slo: Slo = SLO, fake: LinearFake | None = None) -> PredictiveChunk
 
 
 def test_most_efficient_chunk_within_the_slo_tpot():
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)])
+    snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
     d = mixed_ctl().decide(snap)  # 10 + 0.02 c <= 50 -> c <= 2000 -> 1920, the best supply
     assert (d.chunk_tokens, d.reason) == (1920, "slo:max-supply")
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1920)
@@ -73,12 +76,14 @@ def test_kv_bound_budget_from_littles_law():
     q = [waiting(0, 100.0, 8000)]
     # mean stage 20 ms: round 80 ms; half the KV in use: the cache fills at a 160 ms round,
     # below the SLO's 200: 4 (10 + 0.02 c) <= 160 -> c <= 1500 -> 1408
-    snap = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=50_000, kv_total=100_000)
+    snap = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=50_000, kv_total=100_000,
+                     decodes=ELSEWHERE)
     d = mixed_ctl().decide(snap)
     assert (d.chunk_tokens, d.reason) == (1408, "slo:max-supply:kv-bound")
     assert dict(d.inputs)["kv_round_ms"] == pytest.approx(160.0)
     # a tenth in use: the cache allows an 800 ms round, the SLO binds
-    roomy = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=90_000, kv_total=100_000)
+    roomy = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=90_000, kv_total=100_000,
+                      decodes=ELSEWHERE)
     assert mixed_ctl().decide(roomy).reason == "slo:max-supply"
 
 
@@ -109,7 +114,7 @@ def test_nothing_fits_takes_the_least_stage_then_the_safety_floor():
 def test_measured_residual_corrects_the_stage_predictions():
     fake = LinearFake()
     ctl = mixed_ctl(fake=fake)
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)])
+    snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
     assert ctl.decide(snap).chunk_tokens == 1920
     shape = BatchShape(((0, 1900),))  # tile 15 (1793..1920 batched tokens) runs 30 ms slow
     ctl.observe(StageMeasurement(0.0, 0, 0, shape, fake.predict(shape) + 30.0))
@@ -117,6 +122,46 @@ def test_measured_residual_corrects_the_stage_predictions():
     d = ctl.decide(snap)
     assert d.chunk_tokens == 1792
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792)
+
+
+def test_nothing_decodes_minimises_the_queues_first_token_time():
+    # (ceil(Q / c) + 3) * (10 + 0.02 c): one 100-token prompt crosses fastest in the smallest
+    # chunk (4 x 12.56 ms); 500 tokens in two 256 pieces (5 x 15.12 = 75.6 ms; 512: 4 x 20.24 =
+    # 80.96; 128: 7 x 12.56 = 87.9); 8000 tokens: 1152 (10 x 33.04 = 330.4 ms; 1024: 11 x 30.48 =
+    # 335.3; 896: 12 x 27.92 = 335.0; 1920: 8 x 48.4 = 387.2)
+    for queued, chunk in ((100, 128), (500, 256), (8000, 1152)):
+        d = mixed_ctl(Slo(2000.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, queued)]))
+        assert (d.chunk_tokens, d.reason) == (chunk, "no-decodes:min-queue-ttft")
+        assert dict(d.inputs)["queue_first_token_ms"] == pytest.approx(
+            (math.ceil(queued / chunk) + 3) * (10 + 0.02 * chunk))
+    # the SLO's TPOT (40 ms: stages <= 10 ms) binds again as soon as anything decodes
+    busy = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
+    assert mixed_ctl(Slo(2000.0, 40.0)).decide(busy).reason == "tpot-tight:least-stage"
+    # nothing queued: no first token to hurry, the TPOT rule as before
+    assert mixed_ctl().decide(make_snap()).reason == "slo:max-supply"
+
+
+def test_nothing_decodes_under_arrivals_favours_supply():
+    rule = SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual())
+    grid = tuple(range(128, 2049, 128))
+    snap = make_snap(queue=[waiting(0, 100.0, 500)])
+    assert grid[rule.choose(snap, grid, 0.0).index] == 256  # idle: as above
+    # 15,000 prompt tok/s arriving: 128 cannot keep up (supply 10.2 tok/ms); 256 would run stage 0
+    # at rho 0.89 (2 x 15.12 / 0.114 + 3 x 15.12 = 310.7 ms), 512 at 0.59 (20.24 / 0.407 + 3 x
+    # 20.24 = 110.4), 640 at 0.53 (117.3)
+    busy = rule.choose(snap, grid, 15_000.0)
+    assert (grid[busy.index], busy.reason) == (512, "no-decodes:min-queue-ttft")
+    assert dict(busy.inputs)["queue_first_token_ms"] == pytest.approx(
+        20.24 / (1 - 15.0 / (512 / 20.24)) + 3 * 20.24)
+    # more than any chunk can supply (2048: 41 tok/ms): the greatest supply
+    assert grid[rule.choose(snap, grid, 50_000.0).index] == 2048
+
+
+def test_queue_first_token_ms_without_prefill_is_inf():
+    costs = CandidateCosts((128, 256), (0, 56), (12.0, 15.0), 0.0)
+    assert math.isinf(queue_first_token_ms(costs, 0, 1000, 4))
+    assert queue_first_token_ms(costs, 1, 1000, 4) == pytest.approx((18 + 3) * 15.0)
+    assert math.isinf(queue_first_token_ms(costs, 1, 1000, 4, arrival_tok_ms=56 / 15.0))
 
 
 def test_tile_residual():

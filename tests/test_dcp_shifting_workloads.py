@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from ppsched.core.errors import UserError
-from ppsched.traces.shifting import alternating, code_conv, diurnal, phase_of, shifting_workload
+from ppsched.traces.shifting import (
+    alternating,
+    chat_batch,
+    code_conv,
+    decoding_output_p50,
+    diurnal,
+    phase_of,
+    shifting_workload,
+)
 
 
 def test_alternating_phases_swap_the_mix():
@@ -48,6 +56,27 @@ def test_code_conv_phases_draw_from_their_own_trace():
     assert [phase_of("code-conv", t) == "code" for t in arrival] == list(code)
 
 
+def test_chat_batch_alternates_chat_and_prefill_only_batches():
+    w = chat_batch(3.0, 600.0, seed=2, period_s=150.0)
+    arrival, prompt, output = w.arrays()
+    chat = (arrival // 150.0).astype(int) % 2 == 0
+    assert chat[0] and chat.sum() > 0 and (~chat).sum() > 0  # starts with chat, both phases
+    assert np.all(output[~chat] == 1)  # batch: prefill-only, one token back
+    assert np.median(output[chat]) > 80  # azure-conv outputs, p50 129
+    # batch prompts are azure-code's (p50 1469) against azure-conv's (p50 1020)
+    assert np.median(prompt[~chat]) > 1.2 * np.median(prompt[chat])
+    assert 0.8 < len(w) / (3.0 * 600.0) < 1.2  # one Poisson stream at the asked rate
+    assert chat_batch(3.0, 600.0, seed=2, period_s=150.0).requests == w.requests  # seeded
+    assert chat_batch(3.0, 600.0, seed=3, period_s=150.0).requests != w.requests
+    assert [phase_of("chat-batch", t) == "chat" for t in arrival] == list(chat)
+    only = chat_batch(3.0, 600.0, seed=2, only="batch").arrays()
+    assert np.array_equal(only[0], arrival)  # same arrivals, every one a batch job
+    assert np.all(only[2] == 1) and np.array_equal(only[1][~chat], prompt[~chat])
+    alone = shifting_workload("chat-batch", 3.0, 600.0, seed=2, only="chat").arrays()
+    assert np.array_equal(alone[2][chat], output[chat]) and np.all(alone[2][~chat] > 0)
+    assert np.median(alone[2][~chat]) > 80
+
+
 def test_bad_arguments_are_user_errors():
     with pytest.raises(UserError):
         shifting_workload("sawtooth", 1.0, 10.0)
@@ -57,9 +86,22 @@ def test_bad_arguments_are_user_errors():
         diurnal(1.0, 10.0, depth=1.0)
     with pytest.raises(UserError, match="only='chat'"):
         code_conv(1.0, 10.0, only="chat")
-    with pytest.raises(UserError, match="only code-conv"):
+    with pytest.raises(UserError, match="only='code'"):
+        chat_batch(1.0, 10.0, only="code")
+    with pytest.raises(UserError, match="period_s=-1"):
+        chat_batch(1.0, 10.0, period_s=-1.0)
+    with pytest.raises(UserError, match="only code-conv and chat-batch"):
         shifting_workload("alternating", 1.0, 10.0, only="code")
     with pytest.raises(UserError):
         code_conv(1.0, 10.0, period_s=0.0)
     with pytest.raises(UserError, match="sawtooth"):
         phase_of("sawtooth", 1.0)
+
+
+def test_window_is_sized_by_the_requests_that_decode():
+    w = chat_batch(3.0, 600.0, seed=0)
+    _, _, output = w.arrays()
+    # about half the mix is prefill-only, so the whole mix's median sits far below the chat's
+    assert decoding_output_p50(w) == np.median(output[output >= 2]) > 80 > np.median(output)
+    with pytest.raises(UserError, match="chat-batch"):
+        decoding_output_p50(chat_batch(3.0, 60.0, seed=0, only="batch"))

@@ -21,12 +21,23 @@ the slot that runs it lasts at least pp * s(c).
   at the measured stage below it (its lower bound, ``calibrate.explore_next_tiles``), so the rule
   tries it once instead of trusting ALP's extrapolation to it for ever.
 - None fits: the candidate with the least stage time ("tpot-tight:least-stage").
+- Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
+  TPOT to keep, and the SLO left is TTFT. The queued prompts' Q tokens take ceil(Q / p(c))
+  microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
+  pipeline; prompts arriving meanwhile (the measured arrival rate a, in tokens) take a share
+  rho = a / supply(c) of stage 0, so the drain stretches by 1 / (1 - rho): they all have their
+  first token after ceil(Q / p(c)) * s(c) / (1 - rho) + (pp - 1) * s(c), and the rule takes the
+  candidate minimising it ("no-decodes:min-queue-ttft"; none keeps up: the greatest supply).
+  Small queues at low load favour short stages (the crossing), long queues and high load
+  per-token efficiency (the drain). The first request that decodes brings the TPOT budget back
+  at the next microbatch.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -35,6 +46,7 @@ from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.calibrate import TileResidual, explore_next_tiles
 from ppsched.dcp.candidate_costs import (
     BatchModel,
+    CandidateCosts,
     StagePredictor,
     asking_slot_decodes,
     chunk_prefix,
@@ -43,6 +55,21 @@ from ppsched.dcp.candidate_costs import (
 from ppsched.dcp.rule_base import Choice
 
 INF = float("inf")
+
+
+def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: int,
+                         arrival_tok_ms: float = 0.0) -> float:
+    """Predicted time until all ``queued_tokens`` have been prefilled with candidate i and the last
+    microbatch has crossed the pipeline, while prompt tokens keep arriving at ``arrival_tok_ms``
+    per ms: the drain ceil(Q / p) * s stretches by 1 / (1 - rho), rho = arrival / supply (the
+    share of stage 0 the arrivals take at this chunk). inf when the candidate carries no prefill
+    or cannot keep up with the arrivals."""
+    p = costs.prefill[i]
+    supply = costs.supply(i)
+    if p <= 0 or supply <= arrival_tok_ms:
+        return INF
+    drain = math.ceil(queued_tokens / p) * costs.stage_ms[i] / (1.0 - arrival_tok_ms / supply)
+    return drain + (pp - 1) * costs.stage_ms[i]
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int) -> float:
@@ -71,6 +98,16 @@ class SloRule:
             self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap), d_reqs, d_ctx,
             correct=self.residual.correct), d_reqs)
         pp = self.pp
+        queued = snap.queued_prompt_tokens
+        if snap.max_slot_decode_reqs == 0 and queued > 0:
+            ttft = [queue_first_token_ms(costs, i, queued, pp, arrival_tok_s / 1000.0)
+                    for i in range(len(candidates))]
+            # none keeps up with the arrivals (all inf): the greatest supply drains best
+            idx = min(range(len(candidates)),
+                      key=lambda i: (ttft[i], -costs.supply(i), costs.stage_ms[i]))
+            return Choice(idx, "no-decodes:min-queue-ttft", costs, (
+                ("arrival_tok_s", arrival_tok_s), ("queue_first_token_ms", ttft[idx]),
+                ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
         kv_round = kv_round_ms(snap, pp)
         budget = min(self.slo.tpot_ms, kv_round)
         stage = costs.stage_ms

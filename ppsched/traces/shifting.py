@@ -12,6 +12,18 @@ right for all of it.
   decoders ride in every stage). Both real Azure 2023 traces, Poisson at one rate. Built to test
   whether such phases want different chunks; measured (bench/dcp.md "Shifting load"): on the
   simulated A100 at SLO 1.0 both phases want the same fixed chunk.
+- ``chat_batch``: one deployment alternating, ``period_s`` each, between interactive chat
+  (azure-conv lengths: many decoders, TPOT-bound) and a batch of prefill-only jobs (scoring,
+  classification, reranking, prefix warming: the prompt is read and one token -- a label, a
+  score -- comes back). Batch prompts are azure-code's prompt lengths (p50 1469 / p90 5188
+  tokens: the same provider's long inputs), output exactly 1. A 1-token request has no TPOT
+  (``RequestRecord.tpot_ms`` and the goodput verdict count TPOT over requests with >= 2 output
+  tokens only), so the batch phase is bound by TTFT alone, while the chat phase's decoders cap
+  the round. Chosen, with its 150 s period and one Poisson rate, before any controller ran on
+  it, as the phase pair that code-conv's measurement said was missing. Measured (bench/dcp.md):
+  the batch phase does not want large chunks either (its TTFT pays the pipeline crossing of the
+  last piece), 384 on the simulated A100 32B; the phases differ only where the chat phase's
+  TPOT cap is below that (32B at SLO 0.6 and 0.4).
 
 Seeded like ``load_workload``: one stream for arrivals, one for lengths. Not in the named catalog
 (wiring a generator there is a change to ``traces/load.py``); ``bench/bench_dcp_shifting.py``
@@ -34,10 +46,15 @@ PREFILL_HEAVY = ((512, 1024), (32, 64))  # (prompt range, output range), inclusi
 DECODE_HEAVY = ((32, 64), (512, 1024))
 # code_conv's phases, in order: the trace each one draws its lengths from
 CODE_CONV_PHASES = {"code": "azure-code", "conv": "azure-conv"}
-SHIFTING_NAMES = ("alternating", "diurnal", "code-conv")
+# chat_batch's phases, in order: the trace each one draws its prompt lengths from
+CHAT_BATCH_PHASES = {"chat": "azure-conv", "batch": "azure-code"}
+BATCH_OUTPUT_TOKENS = 1  # prefill-only jobs: one token (a label, a score) comes back
+SHIFTING_NAMES = ("alternating", "diurnal", "code-conv", "chat-batch")
+PHASED = {"code-conv": tuple(CODE_CONV_PHASES), "chat-batch": tuple(CHAT_BATCH_PHASES)}
 ALTERNATING_PERIOD_S = 120.0
 DIURNAL_PERIOD_S = 300.0
 CODE_CONV_PERIOD_S = 150.0
+CHAT_BATCH_PERIOD_S = 150.0
 
 
 def _check(rate: float, duration_s: float, period_s: float) -> None:
@@ -119,6 +136,36 @@ def code_conv(rate: float, duration_s: float, seed: int = 0,
                     notes=(shape,), arrival=f"poisson rate={rate} seed={seed}")
 
 
+def chat_batch(rate: float, duration_s: float, seed: int = 0,
+               period_s: float = CHAT_BATCH_PERIOD_S,
+               only: str | None = None, data_dir: str | None = None) -> Workload:
+    """Chat and batch phases of ``period_s`` each, starting with chat. Chat requests take
+    azure-conv's (prompt, output) rows, batch requests azure-code's prompt with one output token,
+    drawn i.i.d. ``only`` ("chat" or "batch") keeps that phase for the whole run. The default
+    150 s period puts equal shares of both phases in a 60 s warm-up + 300 s measurement window."""
+    _check(rate, duration_s, period_s)
+    if only is not None and only not in CHAT_BATCH_PHASES:
+        raise UserError(f"chat_batch only={only!r}: expected None or one of "
+                        f"{', '.join(CHAT_BATCH_PHASES)}")
+    # One Poisson stream for both phases (the same seed gives both traces the same arrivals);
+    # each arrival takes the lengths of the trace its phase draws from.
+    chat, batch = (load_workload(trace, rate=rate, duration_s=duration_s, seed=seed,
+                                 data_dir=data_dir, resample=True).requests
+                   for trace in CHAT_BATCH_PHASES.values())
+    requests = []
+    for i, r in enumerate(chat):
+        phase = only if only is not None else \
+            tuple(CHAT_BATCH_PHASES)[int(r.arrival_s // period_s) % 2]
+        prompt, output = ((r.prompt_tokens, r.output_tokens) if phase == "chat"
+                          else (batch[i].prompt_tokens, BATCH_OUTPUT_TOKENS))
+        requests.append(RequestSpec(i, r.arrival_s, prompt, output))
+    shape = (f"only the {only} phase" if only is not None else
+             f"alternating phases of {period_s:g} s: chat (azure-conv lengths) then batch "
+             f"(azure-code prompts, {BATCH_OUTPUT_TOKENS} output token)")
+    return Workload("chat-batch", tuple(requests), source="azure-conv+azure-code",
+                    notes=(shape,), arrival=f"poisson rate={rate} seed={seed}")
+
+
 def phase_of(name: str, arrival_s: float) -> str:
     """The phase a request arriving at ``arrival_s`` belongs to, at each generator's defaults
     (diurnal: the half period above or below the mean rate)."""
@@ -127,19 +174,36 @@ def phase_of(name: str, arrival_s: float) -> str:
             else "decode-heavy"
     if name == "code-conv":
         return list(CODE_CONV_PHASES)[int(arrival_s // CODE_CONV_PERIOD_S) % 2]
+    if name == "chat-batch":
+        return list(CHAT_BATCH_PHASES)[int(arrival_s // CHAT_BATCH_PERIOD_S) % 2]
     if name == "diurnal":
         return "high" if arrival_s % DIURNAL_PERIOD_S < DIURNAL_PERIOD_S / 2 else "low"
     raise UserError(f"shifting workload {name!r}: expected one of {', '.join(SHIFTING_NAMES)}")
 
 
+def decoding_output_p50(workload: Workload) -> float:
+    """The median output of the requests that decode (>= 2 output tokens), to size the sustained
+    goodput window (``metrics.steady.window_for``). A 1-token request's E2E is its TTFT: sized by
+    chat-batch's whole mix (median output 1) the cool-down would be 2 s and the last measured chat
+    requests would decode under a fading load. Equal to the whole mix's median on alternating,
+    diurnal and code-conv (checked for seeds 0 and 1), so their windows are unchanged."""
+    outputs = [r.output_tokens for r in workload.requests if r.output_tokens >= 2]
+    if not outputs:
+        raise UserError(f"workload {workload.name!r}: no request with >= 2 output tokens to size "
+                        "the window by")
+    return float(np.median(outputs))
+
+
 def shifting_workload(name: str, rate: float, duration_s: float, seed: int = 0,
                       only: str | None = None) -> Workload:
-    """A shifting workload by name; ``only`` picks one phase of ``code-conv``."""
-    if only is not None and name != "code-conv":
-        raise UserError(f"shifting workload {name!r} with only={only!r}: only code-conv has "
-                        "phases to pick")
+    """A shifting workload by name; ``only`` picks one phase of ``code-conv`` or ``chat-batch``."""
+    if only is not None and name not in PHASED:
+        raise UserError(f"shifting workload {name!r} with only={only!r}: only "
+                        f"{' and '.join(PHASED)} have phases to pick")
     if name == "code-conv":
         return code_conv(rate, duration_s, seed, only=only)
+    if name == "chat-batch":
+        return chat_batch(rate, duration_s, seed, only=only)
     if name == "alternating":
         return alternating(rate, duration_s, seed)
     if name == "diurnal":
