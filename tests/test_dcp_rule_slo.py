@@ -1,5 +1,4 @@
-"""The SLO rule (ours, mixed loops): most efficient chunk within the SLO's and the KV's TPOT;
-the largest among those ALP cannot tell apart."""
+"""The SLO rule (ours, mixed loops): most efficient chunk within the SLO's and the KV's TPOT."""
 
 from __future__ import annotations
 
@@ -12,15 +11,10 @@ from ppsched.core.batch import BatchShape
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
-from ppsched.dcp.candidate_costs import prediction_error
 from ppsched.dcp.predictive import PredictiveChunk
 from ppsched.dcp.rule_slo import kv_round_ms
-from ppsched.predictor.alp import ALPredictor
-from ppsched.predictor.profile import LinearProfile
 
 SLO = Slo(2000.0, 200.0)
-PROFILE = LinearProfile(alpha0=0.07, alpha1=7.0, boundaries=(), staircase=(), fit_mape=1.0,
-                        staircase_mape=1.0, variant="linear", model="m", tp=1, source="test")
 # LinearFake: stage = 10 + 0.02 * batched + 1e-4 * decode_ctx; in a mixed loop a budget c is c
 # batched tokens whatever the decodes. pp = 4: the SLO allows stages up to 50 ms.
 
@@ -109,72 +103,3 @@ def test_tile_residual():
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)
-
-
-class SteppedFake(LinearFake):
-    """LinearFake (base 1 ms, 0.04 ms/token) whose 640-token microbatch runs on 512's staircase
-    step (23.7 ms instead of 26.6): 640 carries 27.0 prefill tokens per ms, 1152 (the largest
-    chunk within 50 ms) 24.5, i.e. 0.906x. ``alp_ape``/``scored``: the error estimate ALP keeps
-    of itself (None: a predictor that keeps none)."""
-
-    def __init__(self, alp_ape: float | None = None, scored: int = 100) -> None:
-        super().__init__(base=1.0, per_token=0.04)
-        if alp_ape is not None:
-            self.alp_ape, self.scored = alp_ape, scored
-
-    def predict(self, shape: BatchShape) -> float:
-        return 23.7 if shape.batched_tokens == 640 else super().predict(shape)
-
-
-def stepped_ctl(fake: SteppedFake) -> PredictiveChunk:
-    ctl = PredictiveChunk(SLO, 4, fake)
-    shape = BatchShape(((0, 998),), 2, 100)  # measured as predicted: no residual correction
-    ctl.observe(StageMeasurement(0.0, 0, 0, shape, fake.predict(shape)))
-    return ctl
-
-
-def test_supplies_within_alps_error_take_the_largest_fitting_chunk():
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)])
-    # 6% error: supplies within (1 - 0.06) / (1 + 0.06) = 0.887x of 640's cannot be told apart
-    d = stepped_ctl(SteppedFake(alp_ape=0.06)).decide(snap)
-    assert (d.chunk_tokens, d.reason) == (1152, "slo:largest-within-error")
-    assert dict(d.inputs)["prediction_error"] == 0.06
-
-
-def test_no_tie_rule_while_the_kv_cache_binds():
-    # round 80 ms, half the KV in use: budget 160 ms -> stage <= 40 -> up to 896 (24.3 tok/ms,
-    # within the 6% band of 640's 27.0); the cache binds, so the most efficient chunk stays
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)], stage_ms=(20.0,) * 8, kv_free=50_000)
-    d = stepped_ctl(SteppedFake(alp_ape=0.06)).decide(snap)
-    assert (d.chunk_tokens, d.reason) == (640, "slo:max-supply:kv-bound")
-    # a tenth in use: the SLO binds again and the tie rule applies
-    roomy = make_snap(queue=[waiting(0, 100.0, 8000)], stage_ms=(20.0,) * 8, kv_free=90_000)
-    assert stepped_ctl(SteppedFake(alp_ape=0.06)).decide(roomy).chunk_tokens == 1152
-
-
-def test_clearly_more_efficient_chunk_still_wins():
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)])
-    # 1% error: the tie band is 0.980x; 1152's 0.906x is a real difference
-    d = stepped_ctl(SteppedFake(alp_ape=0.01)).decide(snap)
-    assert (d.chunk_tokens, d.reason) == (640, "slo:max-supply")
-
-
-def test_no_error_estimate_compares_exactly():
-    snap = make_snap(queue=[waiting(0, 100.0, 8000)])
-    for fake in (SteppedFake(), SteppedFake(alp_ape=0.5, scored=0)):  # none kept / none scored
-        d = stepped_ctl(fake).decide(snap)
-        assert (d.chunk_tokens, d.reason) == (640, "slo:max-supply")
-        assert dict(d.inputs)["prediction_error"] == 0.0
-
-
-def test_prediction_error_reads_alps_own_score():
-    assert prediction_error(LinearFake()) == 0.0
-    assert prediction_error(SteppedFake(alp_ape=0.03)) == 0.03
-    assert prediction_error(SteppedFake(alp_ape=float("nan"))) == 0.0
-    alp = ALPredictor(PROFILE)  # with the device fit: scores itself once batches are in its box
-    assert prediction_error(alp) == 0.0
-    shape = BatchShape(((0, 256),), 4, 4000)
-    for measured in (30.0, 31.0, 29.0, 30.5):
-        alp.update(shape, measured)
-    assert alp.scored > 0 and prediction_error(alp) == alp.alp_ape > 0
-    assert prediction_error(ALPredictor(PROFILE, correct_linear_online=False)) == 0.0  # no fit

@@ -21,10 +21,8 @@ the slot that runs it lasts at least pp * s(c).
   prequential APE, ``prediction_error``), so two supplies whose ratio lies within (1 - e)/(1 + e)
   cannot be told apart; among the candidates tied so with the best, the largest chunk ("slo:
   largest-within-error"): where efficiency is flat, fewer and larger pieces per prompt still
-  shorten TTFT (bench/dcp.md, azure-code 14B). Not while the KV cache binds: there the budget's
-  edge is the round at which the decoders fill the cache, and a prompt waits for KV, not for
-  pieces (measured on azure-conv 14B: the tie rule there raised P90 TTFT 1.38 -> 1.63 s). With
-  no error estimate (e = 0), and while the cache binds, exact ties go to the shorter stage.
+  shorten TTFT (bench/dcp.md, azure-code 14B). With no error estimate (e = 0), exact ties go to
+  the shorter stage.
 - None fits: the candidate with the least stage time ("tpot-tight:least-stage").
 No constant here is tuned: the SLO, ALP's predictions and its measured error, the engine's KV
 counters and its measured stage times are the only inputs.
@@ -84,10 +82,7 @@ class SloRule:
         if fits:
             best = max(fits, key=lambda i: (costs.supply(i), -stage[i]))
             idx, reason = best, "slo:max-supply"
-            # the largest chunk ALP cannot tell from the most efficient one, unless the cache
-            # binds: then the edge of the budget is the round that fills it (measured: azure-conv
-            # 14B lost TTFT to it, bench/dcp.md)
-            if error > 0 and kv_round >= self.slo.tpot_ms:
+            if error > 0:  # the largest chunk ALP cannot tell from the most efficient one
                 tied = costs.supply(best) * (1.0 - error) / (1.0 + error)
                 idx = max((i for i in fits if costs.supply(i) >= tied),
                           key=costs.candidates.__getitem__)
