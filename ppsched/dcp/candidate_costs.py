@@ -7,11 +7,10 @@ predicted stage time of a decode-only microbatch. One ``predict_many`` call per 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.snapshots import ChunkSnapshot, SlotLoad
@@ -23,27 +22,6 @@ class StagePredictor(Protocol):
     def predict_many(self, shapes: Sequence[BatchShape]) -> Sequence[float]: ...
 
     def update(self, shape: BatchShape, measured_ms: float) -> None: ...
-
-
-@runtime_checkable
-class SelfScoringPredictor(Protocol):
-    """A predictor that measures its own error online (``ALPredictor``: the formula's running
-    prequential APE, ``alp_ape``, over ``scored`` batches; docs/PREDICTOR.md, "Device fit")."""
-
-    alp_ape: float
-    scored: int
-
-
-def prediction_error(predictor: StagePredictor) -> float:
-    """The predictor's own relative error (ALP's ``alp_ape``), or 0 when it keeps no estimate or
-    has scored nothing yet: then predictions are compared exactly.
-
-    ``alp_ape`` is the formula's error; where the device fit answers instead, its error is the
-    lower of the two (it answers only while it is), so ``alp_ape`` bounds both."""
-    if isinstance(predictor, SelfScoringPredictor) and predictor.scored > 0:
-        error = float(predictor.alp_ape)
-        return error if math.isfinite(error) and error > 0 else 0.0
-    return 0.0
 
 
 class BatchModel(Enum):

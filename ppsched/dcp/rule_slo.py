@@ -16,16 +16,10 @@ the slot that runs it lasts at least pp * s(c).
 - Choice: among candidates whose pp * s(c) fits the budget, the greatest prefill supply
   (c - d) / s(c): the per-token efficiency of the chunk, which drains the queue fastest and so
   keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
-  requests just before their deadline).
-- Ties within ALP's own error: each predicted stage time is off by a relative e (ALP's running
-  prequential APE, ``prediction_error``), so two supplies whose ratio lies within (1 - e)/(1 + e)
-  cannot be told apart; among the candidates tied so with the best, the largest chunk ("slo:
-  largest-within-error"): where efficiency is flat, fewer and larger pieces per prompt still
-  shorten TTFT (bench/dcp.md, azure-code 14B). With no error estimate (e = 0), exact ties go to
-  the shorter stage.
+  requests just before their deadline). Ties: the shorter stage.
 - None fits: the candidate with the least stage time ("tpot-tight:least-stage").
-No constant here is tuned: the SLO, ALP's predictions and its measured error, the engine's KV
-counters and its measured stage times are the only inputs.
+No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
+stage times are the only inputs.
 """
 
 from __future__ import annotations
@@ -42,7 +36,6 @@ from ppsched.dcp.candidate_costs import (
     asking_slot_decodes,
     chunk_prefix,
     predict_costs,
-    prediction_error,
 )
 from ppsched.dcp.rule_base import Choice
 
@@ -78,21 +71,12 @@ class SloRule:
         budget = min(self.slo.tpot_ms, kv_round)
         stage = costs.stage_ms
         fits = [i for i, p in enumerate(costs.prefill) if p > 0 and stage[i] * pp <= budget]
-        error = prediction_error(self.predictor)
         if fits:
-            best = max(fits, key=lambda i: (costs.supply(i), -stage[i]))
-            idx, reason = best, "slo:max-supply"
-            if error > 0:  # the largest chunk ALP cannot tell from the most efficient one
-                tied = costs.supply(best) * (1.0 - error) / (1.0 + error)
-                idx = max((i for i in fits if costs.supply(i) >= tied),
-                          key=costs.candidates.__getitem__)
-                if idx != best:
-                    reason = "slo:largest-within-error"
-            reason += ":kv-bound" if kv_round < self.slo.tpot_ms else ""
+            idx = max(fits, key=lambda i: (costs.supply(i), -stage[i]))
+            reason = "slo:max-supply" + (":kv-bound" if kv_round < self.slo.tpot_ms else "")
         else:
             idx = min(range(len(candidates)), key=stage.__getitem__)
             reason = "tpot-tight:least-stage"
         return Choice(idx, reason, costs, (
             ("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
-            ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs)),
-            ("prediction_error", error)))
+            ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs))))
