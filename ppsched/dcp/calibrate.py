@@ -50,6 +50,23 @@ class TileResidual:
     def tile_of(self, batched_tokens: int) -> int:
         return min(-(-batched_tokens // TILE), len(self._res) - 1)
 
+    @property
+    def any_measured(self) -> bool:
+        return self._any
+
+    @property
+    def seen(self) -> list[bool]:
+        return self._seen
+
+    @property
+    def last_stage(self) -> list[int]:
+        """The stage count at which each tile last ran."""
+        return self._last
+
+    @property
+    def stages(self) -> int:
+        return self._stages
+
     def measured(self, tile: int) -> bool:
         """Whether a stage of this tile ran within the last forgetting window."""
         return 0 <= tile < len(self._seen) and self._seen[tile] and \
@@ -72,9 +89,11 @@ class TileResidual:
         return self.forgetting ** (self._stages - self._last[tile])
 
     def correct(self, shape: BatchShape, predicted_ms: float) -> float:
-        t = self._tile(shape)
-        if self.measured(t):
-            return predicted_ms + self._res[t] * self._fade(t)
+        t = min(-(-shape.batched_tokens // TILE), len(self._res) - 1)  # _tile, inlined: hot
+        if self._seen[t]:
+            age = self._stages - self._last[t]
+            if age <= self.window:
+                return predicted_ms + self._res[t] * self.forgetting ** age
         return predicted_ms + self._all if self._any else predicted_ms
 
 
@@ -93,14 +112,21 @@ def explore_next_tiles(residual: TileResidual, costs: CandidateCosts, decodes: i
     prices it. One tile beyond the measured ones at a time; every other prediction unchanged.
     ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are its
     prefill tokens plus these)."""
-    stage = list(costs.stage_ms)
-    below = None  # the largest candidate so far whose tile has run
-    changed = False
+    if not residual.any_measured:
+        return costs
+    seen, last = residual.seen, residual.last_stage  # measured(), inlined: a decision's budget
+    oldest = residual.stages - residual.window
+    top = len(seen) - 1
+    stage = costs.stage_ms
+    below = -1  # the largest candidate so far whose tile has run
+    explored = None
     for i, prefill in enumerate(costs.prefill):
-        tile = residual.tile_of(prefill + decodes)
-        if residual.measured(tile):
+        tile = min(-(-(prefill + decodes) // TILE), top)
+        if seen[tile] and last[tile] >= oldest:
             below = i
-        elif below is not None and residual.measured(tile - 1) and stage[i] > stage[below]:
-            stage[i] = stage[below]
-            changed = True
-    return replace(costs, stage_ms=tuple(stage)) if changed else costs
+        elif below >= 0 and seen[tile - 1] and last[tile - 1] >= oldest \
+                and stage[i] > stage[below]:
+            if explored is None:
+                explored = list(stage)
+            explored[i] = explored[below]
+    return costs if explored is None else replace(costs, stage_ms=tuple(explored))

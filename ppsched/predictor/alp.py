@@ -163,12 +163,12 @@ class ALPredictor:
     def predict(self, shape: BatchShape) -> float:
         """Predicted ms of one stage for this batch: the device fit's inside its box while it
         is the better predictor, else the profile-anchored formula's."""
-        tokens, cross, square = batch_sums(shape)
+        sums = batch_sums(shape)
         if self.use_fit:
-            fitted = self._fitted_from(shape, tokens, cross, square)
+            fitted = self._fitted_from(shape, *sums)
             if fitted is not None:
                 return fitted
-        return self._formula_from(shape, tokens, cross, square)
+        return self._formula((shape,), (sums,))[0]
 
     def _fitted_from(self, shape: BatchShape, tokens: int, cross: int, square: int
                      ) -> float | None:
@@ -179,16 +179,24 @@ class ALPredictor:
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula_from(shape, *batch_sums(shape))
+        return self._formula((shape,))[0]
 
-    def _formula_from(self, shape: BatchShape, tokens: int, cross: int, square: int) -> float:
-        lin = self._linear(tokens)
-        w = self.weights
-        out = (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
-               + w[2] * shape.decode_ctx_sum / DECODE_SCALE + w[3] * BIAS)
-        if self.n == 5:
-            out += w[4] * lin / LINEAR_SCALE
-        return out * self.scale
+    def _formula(self, shapes: Sequence[BatchShape],
+                 sums: Sequence[tuple[int, int, int]] | None = None) -> list[float]:
+        """The formula for each shape (``sums``: their ``batch_sums`` if already known); one
+        loop with the weights bound once (a 16-candidate scan is on the decision's budget)."""
+        linear = self._linear
+        w0, w1, w2, w3 = self.weights[:4]
+        w4 = self.weights[4] if self.n == 5 else 0.0
+        scale = self.scale
+        out = []
+        for i, shape in enumerate(shapes):
+            tokens, cross, square = batch_sums(shape) if sums is None else sums[i]
+            lin = linear(tokens)
+            out.append((lin + w0 * cross / PREFIX_SCALE + w1 * square / EXTEND_SCALE
+                        + w2 * shape.decode_ctx_sum / DECODE_SCALE + w3 * BIAS
+                        + w4 * lin / LINEAR_SCALE) * scale)
+        return out
 
     def predict_many(self, shapes: Sequence[BatchShape]) -> list[float]:
         """Predictions for a candidate scan (e.g. one per chunk size)."""
@@ -199,20 +207,17 @@ class ALPredictor:
         if every shape lies in its box, else the formula for all. A scan compares candidates;
         the fit for the seen sizes beside the formula for the unseen ones would compare two
         models' biases across the box's edge."""
+        if not self.use_fit:
+            return self._formula(shapes), False
         sums = [batch_sums(s) for s in shapes]
-        if self.use_fit:
-            fitted = []
-            # largest candidate first: the one most likely outside the box ends the try soonest
-            for i in range(len(shapes) - 1, -1, -1):
-                value = self._fitted_from(shapes[i], *sums[i])
-                if value is None:
-                    break
-                fitted.append(value)
-            else:
-                fitted.reverse()
-                return fitted, True
-        formula = self._formula_from
-        return [formula(s, *t) for s, t in zip(shapes, sums, strict=True)], False
+        fitted = []
+        for i in range(len(shapes) - 1, -1, -1):  # largest first: the likeliest to be outside
+            value = self._fitted_from(shapes[i], *sums[i])
+            if value is None:
+                return self._formula(shapes, sums), False
+            fitted.append(value)
+        fitted.reverse()
+        return fitted, True
 
     def update(self, shape: BatchShape, measured_ms: float) -> None:
         """One RLS step on the residual measured - linear term."""
