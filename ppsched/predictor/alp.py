@@ -126,7 +126,7 @@ class ALPredictor:
         # inside its box, each scored before it learns the batch
         if device_fit is None:
             device_fit = self.correct_linear_online
-        self.fit = DeviceFit(self.forgetting) if device_fit else None
+        self.fit = DeviceFit() if device_fit else None
         self.alp_ape = 0.0
         self.fit_ape = 0.0
         self.scored = 0

@@ -8,7 +8,7 @@ attention over a 400-token prefix costs as much as the 128 new tokens' linear la
 it is a few percent) those priors hold the profile's shape against the data, and ALP stays 40-50%
 off the measured stages (issue 18).
 
-``DeviceFit`` is the other estimate: recursive least squares with the same forgetting over seven
+``DeviceFit`` is the other estimate: recursive least squares with a shorter forgetting over seven
 features of the batch, in the device's milliseconds, with a weak prior -- what the measurements
 say and nothing else. ALP answers with it only where it is the better predictor of the stages
 just seen (``ALPredictor``: prequential error, each prediction scored before it is learned from)
@@ -55,8 +55,15 @@ def fit_features(shape: BatchShape) -> list[float]:
             shape.decode_count / DECODE_COUNT_SCALE]
 
 
+# Its own window: 1/(1 - 0.99) = 100 stages, ~14 per weight. A device drifts (co-tenants, clocks,
+# caches) faster than ALP's 400-stage window follows, and the fit has no prior to protect:
+# on six live CPU logs (bench/predictor.md) ALP's MAPE with the fit at 0.9975 / 0.99 / 0.98 read
+# a mean 15.1 / 14.5 / 14.2%; 0.98 would leave ~7 samples per weight.
+FIT_FORGETTING = 0.99
+
+
 class DeviceFit:
-    def __init__(self, forgetting: float) -> None:
+    def __init__(self, forgetting: float = FIT_FORGETTING) -> None:
         self.forgetting = forgetting
         self.weights = [0.0] * N_FEATURES
         self.cov = self._prior()
