@@ -45,27 +45,7 @@ class TileResidual:
         self._any = False
 
     def _tile(self, shape: BatchShape) -> int:
-        return self.tile_of(shape.batched_tokens)
-
-    def tile_of(self, batched_tokens: int) -> int:
-        return min(-(-batched_tokens // TILE), len(self._res) - 1)
-
-    @property
-    def any_measured(self) -> bool:
-        return self._any
-
-    @property
-    def seen(self) -> list[bool]:
-        return self._seen
-
-    @property
-    def last_stage(self) -> list[int]:
-        """The stage count at which each tile last ran."""
-        return self._last
-
-    @property
-    def stages(self) -> int:
-        return self._stages
+        return min(-(-shape.batched_tokens // TILE), len(self._res) - 1)
 
     def measured(self, tile: int) -> bool:
         """Whether a stage of this tile ran within the last forgetting window."""
@@ -77,16 +57,15 @@ class TileResidual:
         w = self.weight
         t = self._tile(shape)
         self._stages += 1
-        fresh = self.measured(t)
-        self._res[t] = r if not fresh else self._res[t] * self._fade(t) + w * (
-            r - self._res[t] * self._fade(t))
+        if self.measured(t):
+            faded = self._res[t] * self.forgetting ** (self._stages - self._last[t])
+            self._res[t] = faded + w * (r - faded)
+        else:
+            self._res[t] = r
         self._seen[t] = True
         self._last[t] = self._stages
         self._all = r if not self._any else self._all + w * (r - self._all)
         self._any = True
-
-    def _fade(self, tile: int) -> float:
-        return self.forgetting ** (self._stages - self._last[tile])
 
     def correct(self, shape: BatchShape, predicted_ms: float) -> float:
         t = min(-(-shape.batched_tokens // TILE), len(self._res) - 1)  # _tile, inlined: hot
@@ -112,10 +91,10 @@ def explore_next_tiles(residual: TileResidual, costs: CandidateCosts, decodes: i
     prices it. One tile beyond the measured ones at a time; every other prediction unchanged.
     ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are its
     prefill tokens plus these)."""
-    if not residual.any_measured:
+    if not residual._any:
         return costs
-    seen, last = residual.seen, residual.last_stage  # measured(), inlined: a decision's budget
-    oldest = residual.stages - residual.window
+    seen, last = residual._seen, residual._last  # measured(), inlined: a decision's budget
+    oldest = residual._stages - residual.window
     top = len(seen) - 1
     stage = costs.stage_ms
     below = -1  # the largest candidate so far whose tile has run

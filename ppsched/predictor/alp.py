@@ -82,11 +82,7 @@ FIT_MIN_SCORED = 2 * N_FEATURES
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
     """The paper's four attention features of a batch, scaled."""
-    cross = 0
-    square = 0
-    for prefix, extend in shape.prefill:
-        cross += prefix * extend
-        square += extend * extend
+    _, cross, square = batch_sums(shape)
     return (cross / PREFIX_SCALE, square / EXTEND_SCALE, shape.decode_ctx_sum / DECODE_SCALE,
             BIAS)
 
