@@ -22,7 +22,7 @@ import pandas as pd
 
 from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
-from ppsched.experiments.joint_search import SearchResult, joint_search
+from ppsched.experiments.joint_search import BatchEvaluate, SearchResult, joint_search
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
@@ -124,18 +124,33 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
             return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
-        first = {s: per_scale[s][0].goodput_rps for s in scales} if i else None
-        if first is None or not all(v > 0 for v in first.values()):
-            start: float | dict[float, float] = settings.start
-            growth = settings.growth
-        else:
-            start, growth = first, settings.reseed_growth
-        found = joint_search(evaluate, scales, start=start, growth=growth,
-                             floor=settings.floor, rel_tol=settings.rel_tol,
-                             max_steps=settings.max_steps)
+        found = _seed_search(evaluate, scales, settings,
+                             {s: per_scale[s][0].goodput_rps for s in scales} if i else None)
         for scale, result in found.items():
             per_scale[scale].append(result)
     return {s: Measured(tuple(v)) for s, v in per_scale.items()}
+
+
+def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: SearchSettings,
+                 first: dict[float, float] | None) -> dict[float, SearchResult]:
+    """One seed's search. Seed 0 (``first`` None) searches from ``settings.start``; a later seed
+    starts each scale at seed 0's goodput with ``reseed_growth`` steps, and searches from the
+    start only the scales where seed 0 found none. Per scale, so every policy is searched the
+    same way: a policy with one zero scale used to restart all its scales from the start, while
+    the others reseeded, and with a verdict that is not monotone in the rate near the threshold
+    the two paths stop at different rates for the same behaviour."""
+    reseeded = [s for s in scales if first is not None and first[s] > 0]
+    fresh = [s for s in scales if s not in reseeded]
+    found: dict[float, SearchResult] = {}
+    if reseeded:
+        found.update(joint_search(evaluate, reseeded, start={s: first[s] for s in reseeded},
+                                  growth=settings.reseed_growth, floor=settings.floor,
+                                  rel_tol=settings.rel_tol, max_steps=settings.max_steps))
+    if fresh:
+        found.update(joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
+                                  floor=settings.floor, rel_tol=settings.rel_tol,
+                                  max_steps=settings.max_steps))
+    return found
 
 
 def _policy_keys(policies: Sequence[str]) -> list[str]:
