@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 import test_experiments_fakes as fakes
@@ -136,3 +138,20 @@ def test_a_failing_point_is_lowered_until_a_long_run_holds_and_then_confirmed(tm
     assert row.search_goodput_rps > 12 / 1.05 >= row.goodput_rps
     tried = row.verify_tried.split(";")
     assert tried[0].endswith("@1000:0") and tried[-1].endswith(f"@{CONFIRM_SEED_OFFSET}:1")
+
+
+def test_no_ratio_against_a_point_that_failed_verification():
+    """A rate whose 4x-window run failed is not one the policy sustains: ratios against it (or
+    of it) are undefined, in goodput.csv's ratio_vs_2048 and in the report's comparisons."""
+    from ppsched.experiments.report import _ratio, compare_with_paper
+
+    table = pd.DataFrame({"policy": ["static-2048", "predictive", "oracle-static"] * 2,
+                          "slo_scale": [1.0] * 3 + [0.4] * 3,
+                          "goodput_rps": [2.0, 6.0, 5.0, 0.35, 1.66, 1.67],
+                          "verify": ["pass", "pass", "pass", "FAIL", "pass", "pass"],
+                          "chosen": ["", "", "static:256"] * 2})
+    assert _ratio(table, "predictive", "static-2048", 1.0) == 3.0
+    assert math.isnan(_ratio(table, "predictive", "static-2048", 0.4))
+    assert _ratio(table, "predictive", "oracle-static", 0.4) == pytest.approx(1.66 / 1.67)
+    note = compare_with_paper(table, 0.4, math.nan, 5.4)
+    assert "static:2048's point failed verification" in note

@@ -310,9 +310,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
                 result.reason, ";".join(tried))
     for name, values in cols.items():
         out[name] = values
-    base = out[out.policy == BASELINE_KEY].set_index("slo_scale")["goodput_rps"]
-    if len(base):  # ratios against the verified static:2048 goodput
-        ref = out["slo_scale"].map(base)
+    base = out[out.policy == BASELINE_KEY].set_index("slo_scale")
+    if len(base):  # ratios against the verified static:2048 goodput (none where it FAILed)
+        ref = out["slo_scale"].map(base["goodput_rps"].where(base["verify"] != "FAIL"))
         out["ratio_vs_2048"] = (out["goodput_rps"] / ref).where(ref > 0)
     return out
 

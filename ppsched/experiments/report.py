@@ -39,7 +39,18 @@ def _goodput(table: pd.DataFrame, policy: str, scale: float) -> float:
     return float(row["goodput_rps"].iloc[0]) if len(row) else math.nan
 
 
+def _failed(table: pd.DataFrame, policy: str, scale: float) -> bool:
+    """Did this point's 4x-window verification fail? Then its rate is not one it sustains."""
+    if "verify" not in table:
+        return False
+    row = table[(table.policy == policy) & (table.slo_scale == scale)]
+    return bool(len(row)) and str(row["verify"].iloc[0]) == "FAIL"
+
+
 def _ratio(table: pd.DataFrame, a: str, b: str, scale: float) -> float:
+    """a / b; undefined when b sustains nothing or either point failed verification."""
+    if _failed(table, a, scale) or _failed(table, b, scale):
+        return math.nan
     num, den = _goodput(table, a, scale), _goodput(table, b, scale)
     return num / den if den > 0 else math.nan
 
@@ -146,7 +157,11 @@ def compare_with_paper(table: pd.DataFrame, scale: float, ours: float, want: flo
     if not math.isfinite(ours):
         base = _goodput(table, "static-2048", scale)
         why = ("static:2048 was not measured" if not math.isfinite(base) else
-               "static:2048 sustains no rate" if base == 0 else "predictive was not measured")
+               "static:2048 sustains no rate" if base == 0 else
+               "static:2048's point failed verification"
+               if _failed(table, "static-2048", scale) else
+               "predictive's point failed verification"
+               if _failed(table, "predictive", scale) else "predictive was not measured")
         return f"At SLO {scale:g} the predictive/static:2048 ratio is undefined ({why})."
     text = (f"At SLO {scale:g} predictive/static:2048 is {_fmt(ours)} against the paper's "
             f"{want:g}×")
