@@ -1,0 +1,77 @@
+"""Issue 14's table: predictive against oracle-static, greedy and predictive-paper per (model,
+workload, SLO scale), with the seeds' spread, from ``ppsched goodput`` outputs (goodput.csv).
+
+A cell is goodput_rps (the lowest over seeds, after verification) with [min..max] of the
+seeds' search results and, for oracle-static, the chunk it chose. The target is the issue's:
+predictive >= 0.97x oracle-static and >= greedy and predictive-paper; "-" when every policy
+sustains nothing (the issue counts only cells where some policy has goodput).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from pathlib import Path
+
+POLICIES = ("oracle-static", "predictive", "greedy", "predictive-paper")
+TARGET_SHARE = 0.97  # the issue's "predictive >= 0.97x the hindsight-best fixed chunk"
+Key = tuple[str, str, float]  # model, workload, SLO scale
+
+
+def read_rows(paths: Iterable[Path], scales: Iterable[float] | None = None
+              ) -> dict[Key, dict[str, dict]]:
+    """{(model, workload, scale): {policy: csv row}} over every goodput.csv given, only at
+    ``scales`` when given."""
+    keep = None if scales is None else set(scales)
+    rows: dict[Key, dict[str, dict]] = {}
+    for path in paths:
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                key = (r["model"], r["workload"], float(r["slo_scale"]))
+                if keep is not None and key[2] not in keep:
+                    continue
+                rows.setdefault(key, {})[r["policy"]] = r
+    return rows
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "n/a"
+    seeds = [float(x) for x in str(row.get("per_seed", "")).split(";") if x.strip()]
+    spread = f" [{min(seeds):.3g}..{max(seeds):.3g}]" if len(seeds) > 1 else ""
+    chosen = f" ({row['chosen']})" if row.get("chosen") else ""
+    return f"{float(row['goodput_rps']):.3g}{spread}{chosen}"
+
+
+def verdict(by_policy: dict[str, dict]) -> str:
+    """"ok", "**short**", "-" (every policy 0) or "n/a" (predictive or the oracle missing)."""
+    g = {p: float(by_policy[p]["goodput_rps"]) if p in by_policy else None for p in POLICIES}
+    known = [v for v in g.values() if v is not None]
+    if not known or max(known) == 0:
+        return "-"
+    pred, oracle = g["predictive"], g["oracle-static"]
+    if pred is None or oracle is None:
+        return "n/a"
+    ok = pred >= TARGET_SHARE * oracle and all(pred >= (g[p] or 0.0)
+                                               for p in ("greedy", "predictive-paper"))
+    return "ok" if ok else "**short**"
+
+
+def table_lines(rows: dict[Key, dict[str, dict]]) -> list[str]:
+    """Markdown rows sorted by model, workload, descending SLO scale, then a count of cells
+    meeting the target."""
+    out = ["| model | workload | SLO | " + " | ".join(POLICIES) + " | predictive / oracle | "
+           "target |", "|---|---|---|" + "---|" * (len(POLICIES) + 2)]
+    counted = met = 0
+    for (model, workload, scale), by in sorted(rows.items(),
+                                               key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+        pred, oracle = by.get("predictive"), by.get("oracle-static")
+        ratio = (f"{float(pred['goodput_rps']) / float(oracle['goodput_rps']):.2f}×"
+                 if pred and oracle and float(oracle["goodput_rps"]) > 0 else "n/a")
+        target = verdict(by)
+        counted += target not in ("-", "n/a")
+        met += target == "ok"
+        out.append(f"| {model} | {workload} | {scale:g} | "
+                   + " | ".join(_cell(by.get(p)) for p in POLICIES) + f" | {ratio} | {target} |")
+    out += ["", f"Target met in {met} of {counted} cells with a non-zero goodput."]
+    return out
