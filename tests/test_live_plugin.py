@@ -25,6 +25,7 @@ from ppsched.sglang_patch.cpu_server import (
     make_tiny_model,
     sglang_python,
 )
+from ppsched.sglang_patch.greedy_agreement import compare_greedy
 from ppsched.sglang_patch.http_client import Endpoint, generate_stream
 
 PY = sglang_python()
@@ -56,6 +57,14 @@ def workload(n: int, seed: int, burst_s: float = 1.0, max_prompt: int = 300,
 
 
 MAIN = workload(32, seed=1)
+# Top logprobs let the token comparison tell a near-tie (different chunks sum in a different
+# order) from a wrong computation; TOL bounds float32 disagreement on the tiny model.
+COMPARE = ReplayOptions(concurrency=32, top_logprobs=3)
+# SGLang serves a float32 checkpoint in float16 unless told (its model_config): ask for float32
+# on the CPU so 1e-3 nats is far above rounding. On a GPU the model's own dtype is kept and its
+# rounding (bf16: ~1e-2) needs PPSCHED_LIVE_TOL_NATS.
+CPU_DTYPE = () if os.environ.get("PPSCHED_LIVE_GPU") == "1" else ("--dtype", "float32")
+TOL_NATS = float(os.environ.get("PPSCHED_LIVE_TOL_NATS", "1e-3"))
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +83,10 @@ def stock(model, tmp_path_factory):
     """The plugin installed but not configured: SGLang must behave exactly as stock."""
     tmp = tmp_path_factory.mktemp("stock")
     port = free_port()
-    server = launch(PY, cpu_args(model, port), tmp / "server.log", env=_clean_env())
+    server = launch(PY, cpu_args(model, port, extra=CPU_DTYPE), tmp / "server.log",
+                    env=_clean_env())
     try:
-        records, results = replay(server.url, MAIN, ReplayOptions(concurrency=32))
+        records, results = replay(server.url, MAIN, COMPARE)
     finally:
         server.stop()
     return {"records": records, "results": results, "log": server.log_text()}
@@ -96,7 +106,7 @@ def plugin(model, tmp_path_factory):
     # Launch chunk above every candidate: a split prefill of exactly a candidate size proves the
     # plugin's chunk was applied (stock would cut at 256).
     server = launch(PY, cpu_args(model, free_port(), chunk=2 * max(CANDIDATES),
-                                 extra=("--enable-metrics",)),
+                                 extra=("--enable-metrics", *CPU_DTYPE)),
                     tmp / "server.log", env=env)
     yield {"server": server, "log": log, "fault": fault}
     server.stop()
@@ -104,7 +114,7 @@ def plugin(model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def plugin_main(plugin):
-    records, results = replay(plugin["server"].url, MAIN, ReplayOptions(concurrency=32))
+    records, results = replay(plugin["server"].url, MAIN, COMPARE)
     return {"records": records, "results": results}
 
 
@@ -128,12 +138,15 @@ def test_stock_server_completes_and_plugin_stays_off(stock):
     assert "ppsched:" not in stock["log"]
 
 
-def test_plugin_exact_lengths_and_identical_tokens(stock, plugin_main):
+def test_plugin_exact_lengths_and_the_same_greedy_tokens(stock, plugin_main):
     for spec, rec, res in zip(MAIN, plugin_main["records"], plugin_main["results"], strict=True):
         assert not rec.rejected, rec.reject_reason
         assert res.completion_tokens == spec.output_tokens == len(res.output_ids)
-    stock_ids = [r.output_ids for r in stock["results"]]
-    assert [r.output_ids for r in plugin_main["results"]] == stock_ids
+    agreement = compare_greedy(stock["results"], plugin_main["results"], TOL_NATS)
+    assert not agreement.problems, agreement.problems
+    # Nearly every token was compared: a divergence is rare, and it ends only its own request.
+    total = sum(s.output_tokens for s in MAIN)
+    assert agreement.compared_tokens >= 0.8 * total, (agreement, total)
 
 
 def test_applied_chunks_equal_decisions_on_both_ranks(plugin, plugin_main):

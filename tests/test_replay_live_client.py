@@ -49,6 +49,11 @@ class FakeSGLang(BaseHTTPRequestHandler):
                 chunk = {"output_ids": [len(body["input_ids"]) + k for k in range(i)],
                          "meta_info": {"completion_tokens": i,
                                        "finish_reason": {"type": "length"} if i == n else None}}
+                if body.get("return_logprob"):
+                    # SGLang's shape: per token, top_logprobs_num [logprob, id, text] entries.
+                    chunk["meta_info"]["output_top_logprobs"] = [
+                        [[-0.5 - j, len(body["input_ids"]) + k + j, None]
+                         for j in range(body["top_logprobs_num"])] for k in range(i)]
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
@@ -82,6 +87,20 @@ def test_replay_exact_lengths_and_times(fake_server):
     assert [len(b["input_ids"]) for b in sent] == [5 + i for i in range(12)]
     assert all(b["sampling_params"]["ignore_eos"] and b["stream"] for b in sent)
     assert results[3].output_ids == [8, 9, 10, 11, 12, 13][:6]
+
+
+def test_top_logprobs_are_asked_for_and_kept_per_token(fake_server):
+    _, results = replay(fake_server, specs(4), ReplayOptions(top_logprobs=2))
+    assert all(b["return_logprob"] and b["top_logprobs_num"] == 2 for b in FakeSGLang.seen)
+    first = 8  # request 3: 8 prompt ids, 6 output tokens
+    assert results[3].top_logprobs == [[(first + k, -0.5), (first + k + 1, -1.5)]
+                                       for k in range(6)]
+    FakeSGLang.seen = []
+    _, plain = replay(fake_server, specs(2), ReplayOptions())
+    assert all("return_logprob" not in b for b in FakeSGLang.seen)
+    assert all(r.top_logprobs == [] for r in plain)
+    with pytest.raises(UserError, match="top_logprobs=-1"):
+        ReplayOptions(top_logprobs=-1)
 
 
 def test_short_outputs_and_client_aborts_are_not_completions(fake_server):

@@ -54,6 +54,7 @@ class ReplayOptions:
     ttft_from: str = "arrival"
     time_limit_s: float | None = None  # stop the whole run after this long (partial results)
     progress_every_s: float | None = None  # None: no progress line
+    top_logprobs: int = 0  # > 0: record that many (token, logprob) pairs per output token
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -66,6 +67,8 @@ class ReplayOptions:
         if self.time_limit_s is not None and not (math.isfinite(self.time_limit_s)
                                                   and self.time_limit_s > 0):
             raise UserError(f"--time-limit {self.time_limit_s!r}: expected seconds > 0")
+        if self.top_logprobs < 0:
+            raise UserError(f"top_logprobs={self.top_logprobs}: expected an int >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,8 @@ async def _replay(ep: Endpoint, specs: Sequence[RequestSpec], opts: ReplayOption
             abort = opts.abort_after_tokens if spec.req_id in opts.abort_ids else None
             res = await asyncio.to_thread(
                 generate_stream, ep, spec.req_id, prompt_ids(spec, opts.seed),
-                spec.output_tokens, timeout_s=opts.timeout_s, abort_after=abort, cancel=cancel)
+                spec.output_tokens, timeout_s=opts.timeout_s, abort_after=abort, cancel=cancel,
+                top_logprobs=opts.top_logprobs)
         counts["done"] += 1
         counts["failed"] += bool(res.error or res.completion_tokens != spec.output_tokens)
         return res

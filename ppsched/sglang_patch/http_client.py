@@ -43,6 +43,8 @@ class StreamResult:
     sent_s: float = float("nan")  # perf_counter seconds
     token_s: list[float] = field(default_factory=list)  # when each token was seen
     output_ids: list[int] = field(default_factory=list)
+    # Per output token, when asked for: the top (token id, logprob) pairs, best first.
+    top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
     completion_tokens: int = 0
     finish_reason: str = ""
     error: str = ""
@@ -78,15 +80,18 @@ def check_server(ep: Endpoint, timeout_s: float = 5.0) -> None:
 
 def generate_stream(ep: Endpoint, req_id: int, input_ids: list[int], max_new_tokens: int, *,
                     timeout_s: float, abort_after: int | None = None, rid: str | None = None,
-                    cancel=None) -> StreamResult:
+                    cancel=None, top_logprobs: int = 0) -> StreamResult:
     """``cancel`` (optional): has ``register(sock) -> bool`` (False: do not send) and
-    ``unregister(sock)``; it may shut the socket down to end a stream early."""
+    ``unregister(sock)``; it may shut the socket down to end a stream early. ``top_logprobs``
+    > 0 asks SGLang for that many (token, logprob) pairs per output token."""
     res = StreamResult(req_id)
     payload = {"input_ids": input_ids, "stream": True,
                "sampling_params": {"max_new_tokens": max_new_tokens, "ignore_eos": True,
                                    "temperature": 0.0}}
     if rid is not None:
         payload["rid"] = rid
+    if top_logprobs > 0:
+        payload.update(return_logprob=True, top_logprobs_num=top_logprobs)
     conn = http.client.HTTPConnection(ep.host, ep.port, timeout=timeout_s)
     sock = None
     deadline = time.perf_counter() + timeout_s
@@ -144,6 +149,12 @@ def _take_chunk(res: StreamResult, chunk: dict, now: float) -> None:
         # SGLang streams the cumulative ids unless incremental streaming is on.
         res.output_ids = list(ids) if len(ids) >= len(res.output_ids) and n == len(ids) \
             else res.output_ids + list(ids)
+    tops = meta.get("output_top_logprobs")
+    if tops:
+        # SGLang's entries are [logprob, token id, text]; cumulative like the ids, or the new ones.
+        pairs = [[(int(t[1]), float(t[0])) for t in top] for top in tops]
+        res.top_logprobs = pairs if len(pairs) >= len(res.top_logprobs) and n == len(pairs) \
+            else res.top_logprobs + pairs
     while len(res.token_s) < n:
         res.token_s.append(now)
     res.completion_tokens = max(res.completion_tokens, n)
