@@ -3,6 +3,10 @@
 Usage: .venv/bin/python bench/bench_dcp_shifting.py --workload alternating [--model qwen2.5-32b]
               [--chunks static:128,...,predictive] [--seeds 0] [--slo-scale 1.0]
               [--only code|conv|chat|batch]  (code-conv, chat-batch: one phase for the whole run)
+              [--period S]  (chat-batch: phases of S s; the window measures one of each, 2·S)
+--chunks also takes ``phase:A/B`` on chat-batch: a reference, not a controller, that reads the
+phase from the clock and runs A tokens in chat phases, B in batch phases (what switching per phase
+could reach; a real controller cannot know the phase).
 Same verdict as ``ppsched goodput`` (``ppsched.metrics.steady``: P90 TTFT/TPOT on the
 measurement window, admissions keep up, the last quarter too), window from the median output of
 the requests that decode (``decoding_output_p50``); search: double/halve from --start, then
@@ -18,20 +22,60 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import ppsched.sim.engine.simulate as sim_engine  # noqa: E402
+from ppsched.core.policy import ChunkDecision  # noqa: E402
 from ppsched.core.slo import Slo  # noqa: E402
 from ppsched.experiments.run_config import RunConfig  # noqa: E402
-from ppsched.metrics.steady import verdict, window_for  # noqa: E402
+from ppsched.metrics.steady import Window, verdict, window_for  # noqa: E402
 from ppsched.sim import simulate  # noqa: E402
-from ppsched.traces.shifting import decoding_output_p50, shifting_workload  # noqa: E402
+from ppsched.traces.shifting import (  # noqa: E402
+    CHAT_BATCH_PERIOD_S,
+    chat_batch,
+    decoding_output_p50,
+    shifting_workload,
+)
 
 STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,static:2048"
 
 
-def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int) -> bool:
-    slo = Slo().scaled(args.slo_scale)
+class PhaseReference:
+    """``phase:A/B``: A tokens while chat-batch's clock says chat, B in batch (bench only)."""
+
+    def __init__(self, spec: str, period_s: float) -> None:
+        chat, batch = spec.split(":", 1)[1].split("/")
+        self.name, self.chat, self.batch, self.period_s = spec, int(chat), int(batch), period_s
+
+    def decide(self, snap) -> ChunkDecision:
+        in_chat = int(snap.now_s // self.period_s) % 2 == 0  # chat_batch starts with chat
+        return ChunkDecision(self.chat if in_chat else self.batch, "phase-reference")
+
+    def observe(self, measurement) -> None:
+        return None
+
+
+def use_phase_reference(period_s: float) -> None:
+    build = sim_engine.build_chunk_controller
+
+    def build_or_reference(spec, ctx, **kw):
+        return PhaseReference(spec, period_s) if spec.startswith("phase:") else build(spec, ctx,
+                                                                                    **kw)
+
+    sim_engine.build_chunk_controller = build_or_reference
+
+
+def workload_and_window(args: argparse.Namespace, rate: float, seed: int):
     probe = shifting_workload(args.workload, 1.0, 600.0, seed)  # whole mix: same window --only
     window = window_for(decoding_output_p50(probe), Slo())
-    wl = shifting_workload(args.workload, rate, window.arrivals_s, seed, only=args.only)
+    if args.period is None:
+        return shifting_workload(args.workload, rate, window.arrivals_s, seed,
+                                 only=args.only), window
+    window = Window(window.warmup_s, 2 * args.period, window.cooldown_s)
+    return chat_batch(rate, window.arrivals_s, seed, period_s=args.period, only=args.only), window
+
+
+def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int) -> bool:
+    slo = Slo().scaled(args.slo_scale)
+    wl, window = workload_and_window(args, rate, seed)
     cfg = RunConfig(model=args.model, chunk=chunk, slo=slo, seed=seed, mixed_chunk=True)
     v = verdict(simulate(cfg, wl).records, window, slo)
     print(f"  {chunk:<18} seed {seed} rate {rate:6.3f}: {v.reason}", flush=True)
@@ -72,7 +116,15 @@ def main() -> int:
     ap.add_argument("--start", type=float, default=4.0)
     ap.add_argument("--only", default=None,
                     help="code-conv: keep one phase (code or conv); chat-batch: chat or batch")
+    ap.add_argument("--period", type=float, default=None,
+                    help=f"chat-batch only: phase length in s (default {CHAT_BATCH_PERIOD_S:g})")
     args = ap.parse_args()
+    if args.period is not None and (args.workload != "chat-batch" or not args.period > 0):
+        ap.error(f"--period {args.period}: expected seconds > 0, with --workload chat-batch")
+    if any(c.startswith("phase:") for c in args.chunks.split(",")):
+        if args.workload != "chat-batch":
+            ap.error("phase:A/B chunks: expected --workload chat-batch")
+        use_phase_reference(args.period or CHAT_BATCH_PERIOD_S)
     seeds = [int(s) for s in args.seeds.split(",")]
     result: dict[str, list[float]] = {}
     for chunk in args.chunks.split(","):
