@@ -4,7 +4,8 @@ workload, SLO scale), with the seeds' spread, from ``ppsched goodput`` outputs (
 A cell is goodput_rps (the lowest over seeds, after verification) with [min..max] of the
 seeds' search results and, for oracle-static, the chunk it chose. The target is the issue's:
 predictive >= 0.97x oracle-static and >= greedy and predictive-paper; "-" when every policy
-sustains nothing (the issue counts only cells where some policy has goodput).
+sustains nothing (the issue counts only cells where some policy has goodput). ``controller_section``
+is its section of results/REPORT.md.
 """
 
 from __future__ import annotations
@@ -75,3 +76,29 @@ def table_lines(rows: dict[Key, dict[str, dict]]) -> list[str]:
                    + " | ".join(_cell(by.get(p)) for p in POLICIES) + f" | {ratio} | {target} |")
     out += ["", f"Target met in {met} of {counted} cells with a non-zero goodput."]
     return out
+
+
+ISSUE_SCALES = (1.0, 0.8, 0.6, 0.4)
+CONTROLLER_ROLES = (
+    "Development (the rule was designed and changed on them): azure-conv, both models, and "
+    "azure-code on qwen2.5-14b (since session 4's tie-rule attempt). Held out (measured for the "
+    "report only): azure-code on qwen2.5-32b, sharegpt, summarization and mooncake-synthetic "
+    "(capped at 8192 tokens, the issue's own check).")
+
+
+def controller_section(out: Path) -> list[str]:
+    """Issue 14's table over make paper's azure-conv CSVs and bench/run_heldout.sh's."""
+    from ppsched.experiments.paper import PAPER_MODELS  # paper imports the report
+
+    paths = [p for m in PAPER_MODELS if (p := out / "goodput" / m / "goodput.csv").is_file()]
+    paths += sorted((out / "heldout").glob("*/goodput.csv"))
+    if not paths:
+        return []
+    return ["## Chunk controller against the best fixed chunk, every workload", "",
+            "predictive against oracle-static (the best of static 128…2048 in hindsight, per "
+            "cell), greedy and predictive-paper; goodput = lowest of 3 seeds after "
+            "verification, [min..max] of the seeds' search results. Target: predictive ≥ "
+            "0.97× oracle-static and ≥ greedy and predictive-paper. " + CONTROLLER_ROLES
+            + " Held-out cells: `bash bench/run_heldout.sh` (results/heldout/); causes of the "
+            "cells short of the target: bench/dcp.md.", ""] \
+        + table_lines(read_rows(paths, ISSUE_SCALES)) + [""]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ppsched.experiments import paper_refs as ref
+from ppsched.experiments.controller_table import controller_section
 from ppsched.experiments.fig_iter import mape
 from ppsched.experiments.fig_tail import pp_over_tp
 
@@ -330,33 +331,6 @@ def ds_section(table: pd.DataFrame, rel: str, workload: str) -> list[str]:
         lines.append(f"| {scale:g} | {_fmt(_ratio(table, 'predictive-ds', 'predictive', scale))}"
                      " | up to 1.4× |")
     return lines + [""]
-
-
-ISSUE_SCALES = (1.0, 0.8, 0.6, 0.4)
-CONTROLLER_ROLES = (
-    "Development (the rule was designed and changed on them): azure-conv, both models, and "
-    "azure-code on qwen2.5-14b (since session 4's tie-rule attempt). Held out (measured for the "
-    "report only): azure-code on qwen2.5-32b, sharegpt, summarization and mooncake-synthetic "
-    "(capped at 8192 tokens, the issue's own check).")
-
-
-def controller_section(out: Path) -> list[str]:
-    """Issue 14's table over make paper's azure-conv CSVs and bench/run_heldout.sh's."""
-    from ppsched.experiments.controller_table import read_rows, table_lines
-    from ppsched.experiments.paper import PAPER_MODELS
-
-    paths = [p for m in PAPER_MODELS if (p := out / "goodput" / m / "goodput.csv").is_file()]
-    paths += sorted((out / "heldout").glob("*/goodput.csv"))
-    if not paths:
-        return []
-    return ["## Chunk controller against the best fixed chunk, every workload", "",
-            "predictive against oracle-static (the best of static 128…2048 in hindsight, per "
-            "cell), greedy and predictive-paper; goodput = lowest of 3 seeds after "
-            "verification, [min..max] of the seeds' search results. Target: predictive ≥ "
-            "0.97× oracle-static and ≥ greedy and predictive-paper. " + CONTROLLER_ROLES
-            + " Held-out cells: `bash bench/run_heldout.sh` (results/heldout/); causes of the "
-            "cells short of the target: bench/dcp.md.", ""] \
-        + table_lines(read_rows(paths, ISSUE_SCALES)) + [""]
 
 
 def write_report(out: Path, elapsed_s: float | None = None) -> Path:

@@ -141,20 +141,22 @@ def generate_stream(ep: Endpoint, req_id: int, input_ids: list[int], max_new_tok
     return res
 
 
+def _merge(seen: list, new: list, completion_tokens: int) -> list:
+    """SGLang streams per-token lists cumulatively unless incremental streaming is on: a list as
+    long as the tokens so far replaces what was seen, a shorter one extends it."""
+    return new if len(new) >= len(seen) and completion_tokens == len(new) else seen + new
+
+
 def _take_chunk(res: StreamResult, chunk: dict, now: float) -> None:
     meta = chunk.get("meta_info", {})
     n = int(meta.get("completion_tokens", 0))
     ids = chunk.get("output_ids")
     if ids is not None:
-        # SGLang streams the cumulative ids unless incremental streaming is on.
-        res.output_ids = list(ids) if len(ids) >= len(res.output_ids) and n == len(ids) \
-            else res.output_ids + list(ids)
+        res.output_ids = _merge(res.output_ids, list(ids), n)
     tops = meta.get("output_top_logprobs")
-    if tops:
-        # SGLang's entries are [logprob, token id, text]; cumulative like the ids, or the new ones.
-        pairs = [[(int(t[1]), float(t[0])) for t in top] for top in tops]
-        res.top_logprobs = pairs if len(pairs) >= len(res.top_logprobs) and n == len(pairs) \
-            else res.top_logprobs + pairs
+    if tops:  # SGLang's entries are [logprob, token id, text]
+        res.top_logprobs = _merge(res.top_logprobs,
+                                  [[(int(t[1]), float(t[0])) for t in top] for top in tops], n)
     while len(res.token_s) < n:
         res.token_s.append(now)
     res.completion_tokens = max(res.completion_tokens, n)
