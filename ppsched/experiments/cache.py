@@ -34,13 +34,52 @@ _RECORD_FIELDS = ("req_id", "arrival_s", "prompt_tokens", "output_tokens", "firs
                   "finish_s", "rejected", "reject_reason", "slot", "retractions")
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """Hash of the simulator/policy/trace sources, so results from older code are not reused."""
+# ppsched.dcp files that only one family of chunk controllers runs. A run's key hashes its own
+# family's files and none of the others', so editing one rule does not invalidate the runs of the
+# other controllers (half of a goodput table is fixed-chunk runs). Every other file, dcp's signals
+# and registry included, is in every key; tests/test_cache_fingerprint.py checks the import graph
+# that makes this safe (a family imports no other family's file; nothing shared imports one).
+CONTROLLER_FILES = {
+    "static": ("dcp/static.py",),
+    "greedy": ("dcp/greedy.py",),
+    "predictive": ("dcp/predictive.py", "dcp/rule_base.py", "dcp/rule_paper.py",
+                   "dcp/rule_slo.py", "dcp/rule_steady.py", "dcp/calibrate.py",
+                   "dcp/candidate_costs.py"),
+    "sglang-dynamic": ("dcp/sglang_dynamic.py",),
+}
+
+
+def controller_family(chunk: object) -> str | None:
+    """The CONTROLLER_FILES family a ``--chunk`` spec runs; None (every file) when unknown."""
+    if not isinstance(chunk, str):
+        return None
+    if chunk.startswith("static:"):
+        return "static"
+    if chunk in ("greedy", "greedy-paper"):
+        return "greedy"
+    if chunk in ("predictive", "predictive-paper", "predictive-paper-alp"):
+        return "predictive"
+    return "sglang-dynamic" if chunk == "sglang-dynamic" else None
+
+
+def fingerprint_files(family: str | None = None) -> list[Path]:
+    """The sources a run's result depends on: every fingerprinted file, less the other
+    controller families' files when ``family`` is known."""
+    root = Path(__file__).resolve().parents[1]
+    others = {f for name, files in CONTROLLER_FILES.items() if name != family for f in files} \
+        if family is not None else set()
+    paths = [p for package in _FINGERPRINT_PACKAGES for p in sorted((root / package).rglob("*.py"))]
+    return [p for p in paths + [root / f for f in _FINGERPRINT_FILES]
+            if p.relative_to(root).as_posix() not in others]
+
+
+@lru_cache(maxsize=8)
+def code_fingerprint(family: str | None = None) -> str:
+    """Hash of the simulator/policy/trace sources, so results from older code are not reused;
+    with a controller ``family``, only that family's controller files count."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    paths = [p for package in _FINGERPRINT_PACKAGES for p in sorted((root / package).rglob("*.py"))]
-    for path in paths + [root / f for f in _FINGERPRINT_FILES]:
+    for path in fingerprint_files(family):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -98,7 +137,8 @@ def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str |
             ) -> str:
     payload = {"format": CACHE_FORMAT, "config": config, "workload": workload,
                "files": content_fingerprint(config, workload),
-               "code": code_fingerprint() if fingerprint is None else fingerprint}
+               "code": code_fingerprint(controller_family(config.get("chunk")))
+               if fingerprint is None else fingerprint}
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
