@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ppsched.core.requests import RequestRecord
+from ppsched.dcp.registry import CHUNK_SPECS
 
 CACHE_FORMAT = 2
 # Source folders whose code decides a run's result: editing any file there invalidates entries.
@@ -50,16 +51,16 @@ CONTROLLER_FILES = {
 
 
 def controller_family(chunk: object) -> str | None:
-    """The CONTROLLER_FILES family a ``--chunk`` spec runs; None (every file) when unknown."""
+    """The CONTROLLER_FILES family a ``--chunk`` spec runs (by its name's stem: the registry
+    builds every ``greedy*`` and ``predictive*`` spec with that controller); None, hashing every
+    file, for a spec the registry does not list."""
     if not isinstance(chunk, str):
         return None
     if chunk.startswith("static:"):
         return "static"
-    if chunk in ("greedy", "greedy-paper"):
-        return "greedy"
-    if chunk in ("predictive", "predictive-paper", "predictive-paper-alp"):
-        return "predictive"
-    return "sglang-dynamic" if chunk == "sglang-dynamic" else None
+    if chunk not in CHUNK_SPECS:
+        return None
+    return next((f for f in CONTROLLER_FILES if chunk.startswith(f)), None)
 
 
 def fingerprint_files(family: str | None = None) -> list[Path]:
