@@ -310,3 +310,55 @@ def test_cpu_thread_time_is_learned_with_the_wall_time_logged(make_state, tmp_pa
     assert rec["timing"] == CPU_THREAD and rec["learned"] is True
     assert rec["wall_ms"] >= 20.0 > rec["measured_ms"]  # the sleep is wall, not compute
     assert st.controller.seen == [pytest.approx(rec["measured_ms"], abs=1e-3)]
+
+
+class LaunchRecorder(Recorder):
+    def __init__(self):
+        super().__init__()
+        self.launches = []
+
+    def observe_launch(self, launch):
+        self.launches.append(launch)
+
+
+def test_every_forward_is_told_to_the_controller_as_a_launch(make_state):
+    gpu = FakeGpu()
+    st = make_state("cuda", EventTimer(FakeCudaModule(gpu)), graphs=(1, 2, 4, 8, 12, 16))
+    st.controller = LaunchRecorder()
+
+    def graph_forward(sched, batch):
+        gpu.run(3.0)
+        return Result(graph=True)
+
+    st.slot = 1
+    hooks._around_run_batch(launching_forward(gpu, 5.0, wall_s=0), object(),
+                            FakeBatch("extend"))
+    st.slot = 0
+    hooks._around_run_batch(graph_forward, object(), FakeBatch("decode", n=10))
+    first, second = st.controller.launches
+    # a CUDA-graph decode is never taught to ALP, but its launch still closes a round
+    assert (first.slot, first.prefill_tokens, first.decode_reqs) == (1, 64, 0)
+    assert (second.slot, second.prefill_tokens, second.decode_reqs) == (0, 0, 10)
+    assert 0.0 <= first.now_s <= second.now_s
+
+
+def test_launches_reach_only_rank_0_and_only_while_the_plugin_is_on(make_state):
+    st = make_state("cpu", WallTimer())
+    st.controller = LaunchRecorder()
+    st.active = False  # fallen back: stock SGLang, nothing to feed
+    hooks._around_run_batch(lambda s, b: Result(), object(), FakeBatch("extend"))
+    st.active, st.rank = True, 1
+    hooks._around_run_batch(lambda s, b: Result(), object(), FakeBatch("extend"))
+    assert st.controller.launches == []
+
+
+def test_a_failing_launch_observer_falls_back_and_serving_goes_on(make_state):
+    class Broken(LaunchRecorder):
+        def observe_launch(self, launch):
+            raise RuntimeError("boom")
+
+    st = make_state("cpu", WallTimer())
+    st.controller = Broken()
+    out = hooks._around_run_batch(lambda s, b: "result", object(), FakeBatch("extend"))
+    assert out == "result" and st.active is False and st.log.counts["fallbacks"] == 1
+    assert hooks._around_run_batch(lambda s, b: "again", object(), FakeBatch("extend")) == "again"

@@ -204,3 +204,34 @@ def test_real_delay_scheduling_trimmer_holds_within_its_bound():
     print("DS holds:", s["ds_holds"], "max consecutive:", s["ds_max_consecutive_holds"])
     assert s["completed"] == 600
     assert s["ds_holds"] > 0 and 1 <= s["ds_max_consecutive_holds"] <= 2
+
+
+class LaunchRecorder(Recorder):
+    """Also records every launch it is told of, with how many decisions preceded it."""
+
+    def __init__(self, chunk=256):
+        super().__init__(chunk)
+        self.launches: list = []
+
+    def observe_launch(self, launch):
+        self.launches.append((len(self.decides), launch))
+
+
+def test_controller_is_told_every_launch_as_it_starts(monkeypatch):
+    rec = LaunchRecorder()
+    monkeypatch.setattr("ppsched.sim.engine.simulate.build_chunk_controller",
+                        lambda spec, ctx, **kw: rec)
+    rows = [(0.005 * i, 300 + 10 * i, 8) for i in range(30)]
+    res = run(rows)
+    it = res.iterations
+    stage0 = it[it["stage"] == 0].sort_values("mb")
+    assert len(rec.launches) == res.summary["microbatches"] == len(stage0)
+    told = [launch for _, launch in rec.launches]
+    assert [x.slot for x in told] == stage0["slot"].tolist()
+    assert [x.prefill_tokens for x in told] == stage0["prefill_tokens"].tolist()
+    assert [x.decode_reqs for x in told] == stage0["decode_reqs"].tolist()
+    # told at the launch, which stage 0 starts at or after (it may still be busy)
+    assert all(x.now_s <= s + 1e-12 for x, s in zip(told, stage0["start_s"], strict=True))
+    # and never ahead of the decisions that follow it
+    for n, launch in rec.launches:
+        assert all(snap.now_s >= launch.now_s for snap in rec.decides[n:])

@@ -44,6 +44,9 @@ class ChunkController(Protocol):
         """A measured stage iteration (every iteration, prefill or decode)."""
         ...
 
+    # Optional: ``observe_launch(launch: Launch) -> None``, told every microbatch rank 0 starts
+    # (CUDA-graph decodes included); engines call it only on controllers that define it.
+
 
 @runtime_checkable
 class DecodeTrimmer(Protocol):

@@ -120,3 +120,17 @@ class StageMeasurement:
     stage: int
     shape: BatchShape
     measured_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A microbatch launched on stage 0 (rank 0's forward), told to the policies as it starts.
+
+    A slot's round is the time between two of its launches: what each of its decodes waits per
+    output token. Engines report every launch, decode-only ones included (CUDA-graph replays
+    too): a round is only known when no launch in it is missing."""
+
+    now_s: float
+    slot: int
+    prefill_tokens: int  # prompt tokens the microbatch carries (0: decode-only)
+    decode_reqs: int

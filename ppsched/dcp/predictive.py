@@ -20,9 +20,10 @@ from enum import Enum
 
 from ppsched.core.policy import ChunkDecision
 from ppsched.core.slo import Slo
-from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.core.snapshots import ChunkSnapshot, Launch, StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import StagePredictor, chunk_prefix
+from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice, PaperConstants, Rule
 from ppsched.dcp.rule_paper import PaperRule
 from ppsched.dcp.rule_slo import SloRule
@@ -60,12 +61,14 @@ class PredictiveChunk:
         self._residual = TileResidual() if forgetting is None else TileResidual(
             forgetting=forgetting)
         k = self.constants
+        self._rounds: RoundMeter | None = None
         if variant is Variant.PAPER:
             self._plain_rule: Rule = PaperRule(slo, pp_size, predictor, k)
             self._mixed_rule: Rule = self._plain_rule
         else:
             self._plain_rule = SteadyRule(slo, pp_size, predictor, k)
-            self._mixed_rule = SloRule(slo, pp_size, predictor, self._residual)
+            self._rounds = RoundMeter(pp_size, k.window_s)
+            self._mixed_rule = SloRule(slo, pp_size, predictor, self._residual, self._rounds)
 
     @property
     def rule(self) -> Rule:
@@ -84,6 +87,11 @@ class PredictiveChunk:
             self.predictor.update(measurement.shape, measurement.measured_ms)
         if kind == "mixed":
             self.mixed_seen = True
+
+    def observe_launch(self, launch: Launch) -> None:
+        """A microbatch started on stage 0: the SLO rule's KV budget uses the measured round."""
+        if self._rounds is not None:
+            self._rounds.launch(launch)
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
         arrival = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)

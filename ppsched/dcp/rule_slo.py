@@ -9,10 +9,13 @@ the slot that runs it lasts at least pp * s(c).
 
 - TPOT budget: the user's SLO_TPOT, or less when the KV cache binds. By Little's law the KV
   that decoding requests hold is proportional to their lifetime, i.e. to TPOT, at a given
-  arrival rate; a mean round of R ms (measured: pp * the mean recent stage-0 time) with U of the
-  K KV tokens in use would fill the cache at R * K / U. Past that, admission stalls, queued
-  requests miss TTFT while every chunk gets slower (measured: fixed chunks above the knee lose
-  TTFT to a full cache, not to prefill throughput). Budget = min(SLO_TPOT, R * K / U).
+  arrival rate; a mean round of R ms with U of the K KV tokens in use would fill the cache at
+  R * K / U. R is measured: the time between a decoding slot's launches (``rounds.RoundMeter``,
+  over the arrival window), which includes the scheduler's time and the result's return that no
+  stage time shows; pp * the mean recent stage-0 time until the engine has reported a round.
+  Past that, admission stalls, queued requests miss TTFT while every chunk gets slower
+  (measured: fixed chunks above the knee lose TTFT to a full cache, not to prefill throughput).
+  Budget = min(SLO_TPOT, R * K / U).
 - Choice: among candidates whose pp * s(c) fits the budget, the greatest prefill supply
   (c - d) / s(c): the per-token efficiency of the chunk, which drains the queue fastest and so
   keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
@@ -52,6 +55,7 @@ from ppsched.dcp.candidate_costs import (
     chunk_prefix,
     predict_costs,
 )
+from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
 
 INF = float("inf")
@@ -72,14 +76,20 @@ def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: 
     return drain + (pp - 1) * costs.stage_ms[i]
 
 
-def kv_round_ms(snap: ChunkSnapshot, pp: int) -> float:
+def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
     """The mean round (ms) at which the decoding requests would fill the KV cache; inf when
-    nothing is known (no stage samples, no KV in use)."""
+    nothing is known (no round, no KV in use). The round is the measured one when the engine
+    reports launches (``rounds.RoundMeter``), else pp times the mean recent stage-0 time."""
     stages = snap.recent_stage_ms
     used = snap.kv_total_tokens - snap.kv_free_tokens
-    if not stages or used <= 0 or snap.kv_total_tokens <= 0:
+    if used <= 0 or snap.kv_total_tokens <= 0:
         return INF
-    round_ms = pp * sum(stages) / len(stages)
+    if measured_round_ms is not None:
+        round_ms = measured_round_ms
+    elif stages:
+        round_ms = pp * sum(stages) / len(stages)
+    else:
+        return INF
     return round_ms * snap.kv_total_tokens / used
 
 
@@ -90,6 +100,7 @@ class SloRule:
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor
     residual: TileResidual
+    rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
@@ -108,7 +119,8 @@ class SloRule:
             return Choice(idx, "no-decodes:min-queue-ttft", costs, (
                 ("arrival_tok_s", arrival_tok_s), ("queue_first_token_ms", ttft[idx]),
                 ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
-        kv_round = kv_round_ms(snap, pp)
+        kv_round = kv_round_ms(snap, pp, None if self.rounds is None else
+                               self.rounds.mean_round_ms)
         budget = min(self.slo.tpot_ms, kv_round)
         stage = costs.stage_ms
         fits = [i for i, p in enumerate(costs.prefill) if p > 0 and stage[i] * pp <= budget]

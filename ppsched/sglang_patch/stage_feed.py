@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ppsched.core.batch import BatchShape
-from ppsched.core.snapshots import StageMeasurement
+from ppsched.core.snapshots import Launch, StageMeasurement
 from ppsched.sglang_patch import translate
 from ppsched.sglang_patch.device_timing import FinishedStage, learnable
 from ppsched.sglang_patch.learner import StageLearner
@@ -34,12 +34,31 @@ class LaunchedStage:
     padded_decode: int  # requests the graph computed (the captured size >= decode_count)
 
 
-def launched_stage(st, batch, result) -> LaunchedStage:
+def _shape(batch) -> tuple[BatchShape, bool]:
     mode = batch.forward_mode
     is_decode = bool(mode is not None and mode.is_decode())
     n_mixed = len(batch.decoding_reqs or ()) if mode is not None and mode.is_mixed() else 0
     seq = batch.seq_lens_cpu.tolist() if batch.seq_lens_cpu is not None else None
     shape = translate.batch_shape(is_decode, batch.prefix_lens, batch.extend_lens, seq, n_mixed)
+    return shape, is_decode
+
+
+def note_launch(st, batch) -> None:
+    """Rank 0 is about to run a forward for ``st.slot``: tell the controller (its SLO rule
+    measures the round from these), every forward, CUDA-graph decodes included. An error here
+    is ours: the plugin falls back like any other (``PluginState.fail``)."""
+    observe = getattr(st.controller, "observe_launch", None)
+    if observe is None or st.rank != 0 or not st.active:
+        return
+    try:
+        shape, _ = _shape(batch)
+        observe(Launch(st.now(), st.slot, shape.prefill_tokens, shape.decode_count))
+    except Exception as exc:  # noqa: BLE001 - never into SGLang
+        st.fail("observe launch", exc)
+
+
+def launched_stage(st, batch, result) -> LaunchedStage:
+    shape, is_decode = _shape(batch)
     graph = bool(getattr(result, "can_run_cuda_graph", False)) and is_decode
     padded = st.graphs.padded(shape.decode_count) if graph else shape.decode_count
     msg = st.pending

@@ -6,14 +6,15 @@ from collections import deque
 
 from ppsched.admission import AdmissionGate
 from ppsched.core.policy import ChunkController, DecodeTrimmer
-from ppsched.core.snapshots import StageMeasurement
+from ppsched.core.snapshots import Launch, StageMeasurement
 
 
 class PolicyFeed:
     """Chunk controller, delay-scheduling trimmer (optional), admission gate (optional), and the
     stage-0 measurements waiting until simulated time reaches their end."""
 
-    __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "pending")
+    __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "_launched",
+                 "pending")
 
     def __init__(self, controller: ChunkController, trimmer: DecodeTrimmer | None,
                  admission: AdmissionGate | None) -> None:
@@ -21,11 +22,17 @@ class PolicyFeed:
         self.trimmer = trimmer
         self.admission = admission  # None: admit every request that can ever fit
         self._trimmer_observe = getattr(trimmer, "observe", None)
+        self._launched = getattr(controller, "observe_launch", None)
         self.pending: deque[tuple[float, StageMeasurement]] = deque()
 
     def measured(self, measurement: StageMeasurement) -> None:
         """A stage-0 run was placed; policies may see it once ``now`` reaches its end."""
         self.pending.append((measurement.now_s, measurement))
+
+    def launched(self, launch: Launch) -> None:
+        """A microbatch starts on stage 0 now: the scheduler's own act, known at once."""
+        if self._launched is not None:
+            self._launched(launch)
 
     def flush(self, now: float, recent_stage: deque[float]) -> None:
         """Feed stage-0 measurements that have completed by ``now`` (never the future)."""

@@ -1,0 +1,58 @@
+"""The measured pipeline round, from the engine's launches (``Launch``).
+
+A slot's decodes advance once per round: the time between two launches of that slot, holding the
+pp microbatches launched in between. ``pp`` times the mean stage-0 time is not that round: rank 0
+also spends its scheduler time before each launch and waits for each result to come back over
+the link, and none of that is in a stage time (measured on the simulator: about 11 ms of a 70 ms
+piece-free round on qwen2.5-32b PP4). The meter measures the round itself: a time-decayed mean
+over every slot's whole rounds, decoding at both ends (a round with a missing launch, or an idle
+gap ended by new work, is skipped).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ppsched.core.snapshots import Launch
+
+
+class RoundMeter:
+    """Mean round (ms) of decoding slots over the last ``horizon_s`` seconds (exponential)."""
+
+    def __init__(self, pp: int, horizon_s: float) -> None:
+        if pp < 1 or not horizon_s > 0:
+            raise ValueError(f"pp={pp}, horizon_s={horizon_s}: expected >= 1 and > 0")
+        self.pp = pp
+        self.horizon_s = horizon_s
+        self._count = 0  # launches so far
+        self._last: list[tuple[float, int, bool] | None] = [None] * pp  # (t, count, decoded)
+        self._now: float | None = None
+        self._sum = 0.0
+        self._weight = 0.0
+
+    def launch(self, launch: Launch) -> None:
+        slot = launch.slot
+        if not 0 <= slot < self.pp:
+            raise ValueError(f"slot={slot}: expected 0..{self.pp - 1}")
+        prev = self._last[slot]
+        # a whole round of a slot decoding at both ends (its decodes waited for it; not an idle
+        # gap before new work): exactly pp launches since its previous one
+        if prev is not None and prev[2] and launch.decode_reqs > 0 \
+                and self._count - prev[1] == self.pp and launch.now_s >= prev[0]:
+            self._add(1000.0 * (launch.now_s - prev[0]), launch.now_s)
+        self._last[slot] = (launch.now_s, self._count, launch.decode_reqs > 0)
+        self._count += 1
+
+    def _add(self, round_ms: float, now: float) -> None:
+        if self._now is not None and now > self._now:
+            f = math.exp(-(now - self._now) / self.horizon_s)
+            self._sum *= f
+            self._weight *= f
+        if self._now is None or now > self._now:
+            self._now = now
+        self._sum += round_ms
+        self._weight += 1.0
+
+    @property
+    def mean_round_ms(self) -> float | None:
+        return self._sum / self._weight if self._weight > 0 else None
