@@ -111,6 +111,20 @@ def test_nothing_fits_takes_the_least_stage_then_the_safety_floor():
     assert (d.chunk_tokens, d.reason) == (256, "tpot-tight:least-stage+safety-floor")
 
 
+def test_nothing_fits_takes_the_smallest_even_where_alp_ranks_a_larger_one_faster():
+    class Confounded(LinearFake):
+        """Predicts fewer batched tokens as slower (as ALP's online fit did on the CPU server)."""
+
+        def predict(self, shape):
+            return 40.0 - 0.01 * shape.batched_tokens
+
+    snap = make_snap(queue=[waiting(0, 99.0, 8000)], decodes=ELSEWHERE)
+    rule = SloRule(Slo(2000.0, 100.0), 4, Confounded(), TileResidual())
+    d = rule.choose(snap, (64, 128, 256), 0.0)  # every round 4 x ~38 ms > 100: none fits
+    assert (d.index, d.reason) == (0, "tpot-tight:least-stage")
+    assert d.costs.stage_ms[0] > d.costs.stage_ms[2]  # ALP said otherwise; physics wins
+
+
 def test_measured_residual_corrects_the_stage_predictions():
     fake = LinearFake()
     ctl = mixed_ctl(fake=fake)
