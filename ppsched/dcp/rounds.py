@@ -44,11 +44,12 @@ class RoundMeter:
         self._count += 1
 
     def _add(self, round_ms: float, now: float) -> None:
-        if self._now is not None and now > self._now:
+        if self._now is None:
+            self._now = now
+        elif now > self._now:
             f = math.exp(-(now - self._now) / self.horizon_s)
             self._sum *= f
             self._weight *= f
-        if self._now is None or now > self._now:
             self._now = now
         self._sum += round_ms
         self._weight += 1.0

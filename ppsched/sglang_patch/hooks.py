@@ -369,10 +369,10 @@ def _around_run_batch(orig, sched, batch, *args, **kwargs):
     st = STATE
     if st is None or getattr(st.agreement, "verdict", None) is False:  # off everywhere: stock
         return orig(sched, batch, *args, **kwargs)
-    stage_feed.note_launch(st, batch)
+    built = stage_feed.note_launch(st, batch)
     token = stage_feed.launch(st)
     result = orig(sched, batch, *args, **kwargs)
-    stage_feed.finish(st, batch, result, token)
+    stage_feed.finish(st, batch, result, token, built)
     return result
 
 

@@ -34,7 +34,8 @@ class LaunchedStage:
     padded_decode: int  # requests the graph computed (the captured size >= decode_count)
 
 
-def _shape(batch) -> tuple[BatchShape, bool]:
+def forward_shape(batch) -> tuple[BatchShape, bool]:
+    """The forward's composition as the cost model sees it, and whether it is a decode."""
     mode = batch.forward_mode
     is_decode = bool(mode is not None and mode.is_decode())
     n_mixed = len(batch.decoding_reqs or ()) if mode is not None and mode.is_mixed() else 0
@@ -43,22 +44,26 @@ def _shape(batch) -> tuple[BatchShape, bool]:
     return shape, is_decode
 
 
-def note_launch(st, batch) -> None:
+def note_launch(st, batch) -> tuple[BatchShape, bool] | None:
     """Rank 0 is about to run a forward for ``st.slot``: tell the controller (its SLO rule
-    measures the round from these), every forward, CUDA-graph decodes included. An error here
-    is ours: the plugin falls back like any other (``PluginState.fail``)."""
+    measures the round from these), every forward, CUDA-graph decodes included. Returns the
+    shape it built (for the stage record: built once per forward), None when nobody listens. An
+    error here is ours: the plugin falls back like any other (``PluginState.fail``)."""
     observe = getattr(st.controller, "observe_launch", None)
     if observe is None or st.rank != 0 or not st.active:
-        return
+        return None
     try:
-        shape, _ = _shape(batch)
-        observe(Launch(st.now(), st.slot, shape.prefill_tokens, shape.decode_count))
+        built = forward_shape(batch)
+        observe(Launch(st.now(), st.slot, built[0].prefill_tokens, built[0].decode_count))
     except Exception as exc:  # noqa: BLE001 - never into SGLang
         st.fail("observe launch", exc)
+        return None
+    return built
 
 
-def launched_stage(st, batch, result) -> LaunchedStage:
-    shape, is_decode = _shape(batch)
+def launched_stage(st, batch, result, built: tuple[BatchShape, bool] | None = None
+                   ) -> LaunchedStage:
+    shape, is_decode = built if built is not None else forward_shape(batch)
     graph = bool(getattr(result, "can_run_cuda_graph", False)) and is_decode
     padded = st.graphs.padded(shape.decode_count) if graph else shape.decode_count
     msg = st.pending
@@ -77,11 +82,11 @@ def launch(st):
         return None
 
 
-def finish(st, batch, result, token) -> None:
+def finish(st, batch, result, token, built: tuple[BatchShape, bool] | None = None) -> None:
     if token is None or st.timer is None:
         return
     try:
-        st.timer.end(token, launched_stage(st, batch, result))
+        st.timer.end(token, launched_stage(st, batch, result, built))
     except Exception as exc:  # noqa: BLE001
         _stop_measuring(st, exc)
         return

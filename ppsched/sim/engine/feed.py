@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from ppsched.admission import AdmissionGate
+from ppsched.core.batch import BatchShape
 from ppsched.core.policy import ChunkController, DecodeTrimmer
 from ppsched.core.snapshots import Launch, StageMeasurement
 
@@ -29,10 +30,11 @@ class PolicyFeed:
         """A stage-0 run was placed; policies may see it once ``now`` reaches its end."""
         self.pending.append((measurement.now_s, measurement))
 
-    def launched(self, launch: Launch) -> None:
-        """A microbatch starts on stage 0 now: the scheduler's own act, known at once."""
+    def launched(self, now_s: float, slot: int, shape: BatchShape) -> None:
+        """A microbatch starts on stage 0 now: the scheduler's own act, known at once (built
+        only for a controller that listens: this runs every microbatch)."""
         if self._launched is not None:
-            self._launched(launch)
+            self._launched(Launch(now_s, slot, shape.prefill_tokens, shape.decode_count))
 
     def flush(self, now: float, recent_stage: deque[float]) -> None:
         """Feed stage-0 measurements that have completed by ``now`` (never the future)."""

@@ -13,7 +13,7 @@ return time per slot: the event order is fixed by the round robin, no general he
 from __future__ import annotations
 
 from ppsched.core.requests import RequestSpec
-from ppsched.core.snapshots import Launch, StageMeasurement
+from ppsched.core.snapshots import StageMeasurement
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
@@ -143,7 +143,7 @@ class Engine:
         batch.return_s = return_s
         self.inflight[batch.slot] = batch
         stage0 = runs[0]
-        self.feed.launched(Launch(launch_s, batch.slot, shape.prefill_tokens, shape.decode_count))
+        self.feed.launched(launch_s, batch.slot, shape)
         self.feed.measured(StageMeasurement(stage0[2], batch.slot, 0, shape, stage0[4]))
         self.log.add_batch(self.st.mb_count, batch, runs)
         self.st.mb_count += 1
