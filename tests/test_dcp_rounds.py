@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from test_dcp_rule_slo import ELSEWHERE, mixed_ctl
@@ -91,7 +92,7 @@ def test_predictive_budgets_kv_with_the_round_its_launches_measured():
     for i in range(12):
         ctl.observe_launch(Launch(t, i % 4, 100 if i == 0 else 0, 2))
         t += 0.0225
-    d = ctl.decide(snap)
+    d = ctl.decide(replace(snap, iteration=8))  # the next decision (2 * pp iterations on)
     assert dict(d.inputs)["kv_round_ms"] == pytest.approx(180.0)
     # 4 (10 + 0.02 c) <= 180 -> c <= 1750 -> 1664
     assert (d.chunk_tokens, d.reason) == (1664, "slo:max-supply:kv-bound")

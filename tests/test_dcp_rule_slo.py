@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from test_dcp_support import LinearFake, make_snap, waiting
@@ -94,14 +95,19 @@ def test_kv_round_ms():
     assert math.isinf(kv_round_ms(make_snap(stage_ms=(10.0,), kv_free=100_000), 4))  # KV empty
 
 
-def test_per_microbatch_sized_by_the_asking_slot():
+def test_sized_by_the_asking_slot_and_held_for_the_cadence():
     q = [waiting(0, 100.0, 8000)]
     ctl = mixed_ctl()
     # slot 0 carries 100 decodes of 1000 context (10 ms): 20 + 0.02 c <= 50 -> 1408
     d0 = ctl.decide(make_snap(slot=0, queue=q, decodes=(100, 0, 0, 0)))
-    d1 = ctl.decide(make_snap(slot=1, queue=q, decodes=(100, 0, 0, 0)))
-    assert (d0.chunk_tokens, d1.chunk_tokens) == (1408, 1920)  # no hold between the calls
-    assert dict(d0.inputs)["slot_decodes"] == 100 and dict(d1.inputs)["slot_decodes"] == 0
+    assert d0.chunk_tokens == 1408 and dict(d0.inputs)["slot_decodes"] == 100
+    # the other slots run the same size until 2 * pp iterations have passed (alike microbatches
+    # keep the pipeline's stages from idling behind a longer one)
+    for it in range(1, 8):
+        assert ctl.decide(make_snap(slot=it % 4, iteration=it, queue=q,
+                                    decodes=(100, 0, 0, 0))) is d0
+    d8 = ctl.decide(make_snap(slot=1, iteration=8, queue=q, decodes=(100, 0, 0, 0)))
+    assert d8.chunk_tokens == 1920 and dict(d8.inputs)["slot_decodes"] == 0  # slot 1's own
 
 
 def test_nothing_fits_takes_the_least_stage_then_the_safety_floor():
@@ -133,7 +139,8 @@ def test_measured_residual_corrects_the_stage_predictions():
     shape = BatchShape(((0, 1900),))  # tile 15 (1793..1920 batched tokens) runs 30 ms slow
     ctl.observe(StageMeasurement(0.0, 0, 0, shape, fake.predict(shape) + 30.0))
     # 1920 now predicts 78 ms; 1792 (tile 14, measured exact) keeps its own residual, 0, and fits
-    d = ctl.decide(snap)
+    # (at the next decision: the first is held for 2 * pp iterations)
+    d = ctl.decide(replace(snap, iteration=8))
     assert d.chunk_tokens == 1792
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792)
 

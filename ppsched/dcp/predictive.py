@@ -6,11 +6,11 @@ The controller is a shell around one rule at a time (each a small class over the
 - ``predictive-paper`` (``Variant.PAPER``): ``PaperRule`` always, the paper's reading.
 - ``predictive`` (``Variant.OURS``): the engine loop is learned from ``observe``. Until a mixed
   batch is seen (SGLang's default loop) ``SteadyRule``; from the first mixed batch
-  (--enable-mixed-chunk) ``SloRule``, which decides every microbatch.
+  (--enable-mixed-chunk) ``SloRule``.
 
 The shell owns what is common: the candidates (the user's, or the paper's grid), the arrival
-window, ALP learning from every measurement, the cadence (rules that are not per-microbatch
-decide every 2*pp_size iterations and hold in between) and the safety floor (a chunk never at or
+window, ALP learning from every measurement, the cadence (every rule decides every 2*pp_size
+iterations and the shell holds its choice in between) and the safety floor (a chunk never at or
 below the fullest slot's decode count, re-checked while holding: a slot's decodes can jump).
 """
 
@@ -97,17 +97,15 @@ class PredictiveChunk:
         arrival = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)
         candidates = usable_candidates(self.candidates, snap.max_chunk_tokens)
         floor = safe_floor(candidates, snap.max_slot_decode_reqs)
-        rule = self.rule
         last = self._last
-        if not rule.per_microbatch:
-            if snap.iteration < self._next_iteration and last is not None:
-                if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
-                    return last
-                self._last = ChunkDecision(floor, "hold+safety-floor", last.inputs,
-                                           last.predicted_stage_ms)
-                return self._last
-            self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
-        self._last = self._finish(rule.choose(snap, candidates, arrival), floor, snap)
+        if snap.iteration < self._next_iteration and last is not None:
+            if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
+                return last
+            self._last = ChunkDecision(floor, "hold+safety-floor", last.inputs,
+                                       last.predicted_stage_ms)
+            return self._last
+        self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
+        self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
         return self._last
 
     def _finish(self, choice: Choice, floor: int, snap: ChunkSnapshot) -> ChunkDecision:

@@ -39,9 +39,8 @@ class Choice:
 
 
 class Rule(Protocol):
-    """One way of choosing a chunk from the candidates' predicted costs."""
-
-    per_microbatch: bool  # True: decide on every call; False: hold for cadence * pp iterations
+    """One way of choosing a chunk from the candidates' predicted costs (the ``predictive`` shell
+    asks every cadence * pp iterations and holds the choice in between)."""
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice: ...

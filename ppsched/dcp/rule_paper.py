@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -78,7 +77,6 @@ def smallest_feasible(prefill: Sequence[int], stage: Sequence[float], pp: int, t
 
 @dataclass(frozen=True)
 class PaperRule:
-    per_microbatch: ClassVar[bool] = False
     slo: Slo
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor

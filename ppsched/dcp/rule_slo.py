@@ -1,5 +1,6 @@
 """Our rule for mixed loops (SGLang --enable-mixed-chunk): the most efficient chunk within the
-TPOT the SLO and the KV cache allow, decided for every microbatch.
+TPOT the SLO and the KV cache allow, decided every 2 * pp iterations and held in between (the
+paper's cadence, kept by the ``predictive`` shell).
 
 In a mixed loop the asking slot's d decodes ride in the microbatch and spend one budget token
 each, so a budget c carries c - d prefill tokens in a predicted stage time s(c) (ALP, shifted by
@@ -24,6 +25,13 @@ the slot that runs it lasts at least pp * s(c).
   at the measured stage below it (its lower bound, ``calibrate.explore_next_tiles``), so the rule
   tries it once instead of trusting ALP's extrapolation to it for ever.
 - None fits: the candidate with the least stage time, the smallest ("tpot-tight:least-stage").
+- Held for a round and more: a pipeline's microbatches cross the same stages one after
+  another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
+  every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
+  to no prefix and is cheaper per token), the slots run unlike sizes and the stages idle behind
+  the long ones: measured on azure-code 32B at 3.5 req/s, 640 beside 384 left stage 0 idle
+  60 s of 300 where a fixed 384 left 43 s, at the same prefill tokens per stage-ms (bench/dcp.md,
+  session 9). Holding the choice for the shell's cadence keeps the slots alike.
 - Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
   TPOT to keep, and the SLO left is TTFT. The queued prompts' Q tokens take ceil(Q / p(c))
   microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
@@ -33,7 +41,7 @@ the slot that runs it lasts at least pp * s(c).
   candidate minimising it ("no-decodes:min-queue-ttft"; none keeps up: the greatest supply).
   Small queues at low load favour short stages (the crossing), long queues and high load
   per-token efficiency (the drain). The first request that decodes brings the TPOT budget back
-  at the next microbatch.
+  at the next decision.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
 """
@@ -42,7 +50,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -95,7 +102,6 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
 
 @dataclass(frozen=True)
 class SloRule:
-    per_microbatch: ClassVar[bool] = True
     slo: Slo
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor

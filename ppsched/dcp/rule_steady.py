@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -69,7 +68,6 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
 
 @dataclass(frozen=True)
 class SteadyRule:
-    per_microbatch: ClassVar[bool] = False
     slo: Slo
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor
