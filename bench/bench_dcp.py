@@ -10,7 +10,8 @@ grid where every seed and every lower rate meets P90 TTFT <= 2000 ms and P90 TPO
 Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
 on average per iteration), and 'full decision' where every call is a decision iteration (the
 worst single call); "predictive@mixed" is predictive after it has seen a mixed batch (its
-mixed-loop SLO rule decides on every call). Snapshots are realistic in size: a 32-request
+mixed-loop SLO rule; like every predictive rule since session 9 it decides every 2*pp
+iterations, so 'full decision' is its cost per decision). Snapshots are realistic in size: a 32-request
 queue view, 4 slots of ~100 decodes, 64 TTFT/TPOT samples. Predictive uses ALP when
 ppsched.predictor provides it.
 """
