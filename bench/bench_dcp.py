@@ -11,8 +11,8 @@ Two figures per controller: 'per call' with the controller's own cadence (what t
 on average per iteration), and 'full decision' where every call is a decision iteration (the
 worst single call); "predictive@mixed" is predictive after it has seen a mixed batch (its
 mixed-loop SLO rule; like every predictive rule since session 9 it decides every 2*pp
-iterations, so 'full decision' is its cost per decision). Snapshots are realistic in size: a 32-request
-queue view, 4 slots of ~100 decodes, 64 TTFT/TPOT samples. Predictive uses ALP when
+iterations, so 'full decision' is its cost per decision). Snapshots are realistic in size: a
+32-request queue view, 4 slots of ~100 decodes, 64 TTFT/TPOT samples. Predictive uses ALP when
 ppsched.predictor provides it.
 """
 
