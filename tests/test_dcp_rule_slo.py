@@ -15,6 +15,7 @@ from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
 from ppsched.dcp.rule_slo import SloRule, kv_round_ms, queue_first_token_ms
+from ppsched.dcp.signals import ArrivalWindow
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -200,3 +201,27 @@ def test_tile_residual():
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)
+
+
+def test_nothing_decodes_plans_for_at_least_the_mean_arriving_prompt():
+    # the choice is held for the cadence and serves the prompts arriving meanwhile: a short queue
+    # (100 tokens) is planned as the window's mean arriving prompt (8000 tokens: 1152, as above)
+    requests = ArrivalWindow(10.0)
+    rule = SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual(), requests=requests)
+    grid = tuple(range(128, 2049, 128))
+    requests.update(90.0, 0)  # 10 requests of 8000 tokens arrived over the last 10 s
+    snap = replace(make_snap(queue=[waiting(0, 100.0, 100)]), arrived_requests_total=10)
+    choice = rule.choose(snap, grid, 8000.0)
+    assert (grid[choice.index], choice.reason) == (1152, "no-decodes:min-queue-ttft")
+    assert dict(choice.inputs)["mean_prompt_tokens"] == 8000.0
+    # a queue longer than the mean prompt is planned as it stands
+    long_queue = replace(make_snap(queue=[waiting(0, 100.0, 8000)]), arrived_requests_total=10)
+    choice = rule.choose(long_queue, grid, 800.0)  # 1 request/s of 800 tokens
+    assert dict(choice.inputs)["mean_prompt_tokens"] == 800.0
+    assert grid[choice.index] == 1152
+    small = replace(make_snap(queue=[waiting(0, 100.0, 100)]), arrived_requests_total=10)
+    # planned as 800 tokens: 512 in 2 pieces + 3 stages (102.5 ms) against 128 for 100 tokens
+    assert grid[rule.choose(small, grid, 800.0).index] == 512
+    # no window (or nothing arrived yet): the queue alone, 100 tokens cross fastest in 128
+    assert grid[SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual()).choose(
+        make_snap(queue=[waiting(0, 100.0, 100)]), grid, 0.0).index] == 128
