@@ -4,6 +4,7 @@ Usage: .venv/bin/python bench/bench_dcp_shifting.py --workload alternating [--mo
               [--chunks static:128,...,predictive] [--seeds 0] [--slo-scale 1.0]
               [--only code|conv|chat|batch]  (code-conv, chat-batch: one phase for the whole run)
               [--period S]  (chat-batch: phases of S s; the window measures one of each, 2·S)
+              [--verify]  (each controller's lowest rate again at 4x the window, seed 1000)
 --chunks also takes ``phase:A/B`` on chat-batch: a reference, not a controller, that reads the
 phase from the clock and runs A tokens in chat phases, B in batch phases (what switching per phase
 could reach; a real controller cannot know the phase).
@@ -35,6 +36,7 @@ from ppsched.traces.shifting import (  # noqa: E402
     shifting_workload,
 )
 
+VERIFY_SEED, VERIFY_WINDOWS = 1000, 4  # as ppsched goodput --verify
 STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,static:2048"
 
 
@@ -63,19 +65,23 @@ def use_phase_reference(period_s: float) -> None:
     sim_engine.build_chunk_controller = build_or_reference
 
 
-def workload_and_window(args: argparse.Namespace, rate: float, seed: int):
+def workload_and_window(args: argparse.Namespace, rate: float, seed: int, windows: int = 1):
     probe = shifting_workload(args.workload, 1.0, 600.0, seed)  # whole mix: same window --only
     window = window_for(decoding_output_p50(probe), Slo())
+    if windows > 1:
+        window = Window(window.warmup_s, windows * window.measure_s, window.cooldown_s)
     if args.period is None:
         return shifting_workload(args.workload, rate, window.arrivals_s, seed,
                                  only=args.only), window
-    window = Window(window.warmup_s, 2 * args.period, window.cooldown_s)
+    window = Window(window.warmup_s, windows * 2 * args.period, window.cooldown_s)
     return chat_batch(rate, window.arrivals_s, seed, period_s=args.period, only=args.only), window
 
 
-def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int) -> bool:
+def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int,
+           windows: int = 1) -> bool:
+    """One run's verdict; ``windows`` > 1 measures that many windows (the verification)."""
     slo = Slo().scaled(args.slo_scale)
-    wl, window = workload_and_window(args, rate, seed)
+    wl, window = workload_and_window(args, rate, seed, windows)
     cfg = RunConfig(model=args.model, chunk=chunk, slo=slo, seed=seed, mixed_chunk=True)
     v = verdict(simulate(cfg, wl).records, window, slo)
     print(f"  {chunk:<18} seed {seed} rate {rate:6.3f}: {v.reason}", flush=True)
@@ -116,6 +122,9 @@ def main() -> int:
     ap.add_argument("--start", type=float, default=4.0)
     ap.add_argument("--only", default=None,
                     help="code-conv: keep one phase (code or conv); chat-batch: chat or batch")
+    ap.add_argument("--verify", action="store_true",
+                    help="check each controller's lowest rate over seeds at 4x the window with "
+                         "a fresh seed (1000), as ppsched goodput --verify does")
     ap.add_argument("--period", type=float, default=None,
                     help=f"chat-batch only: phase length in s (default {CHAT_BATCH_PERIOD_S:g})")
     args = ap.parse_args()
@@ -131,6 +140,10 @@ def main() -> int:
         result[chunk] = [goodput(args, chunk, s) for s in seeds]
         print(f"GOODPUT {chunk}: min {min(result[chunk]):.3f} per seed {result[chunk]}",
               flush=True)
+        if args.verify and min(result[chunk]) > 0:
+            ok = passes(args, chunk, min(result[chunk]), VERIFY_SEED, VERIFY_WINDOWS)
+            print(f"VERIFY {chunk} at {min(result[chunk]):.3f} (seed {VERIFY_SEED}, "
+                  f"{VERIFY_WINDOWS}x the window): {'pass' if ok else 'FAIL'}", flush=True)
     statics = {c: min(g) for c, g in result.items() if c.startswith("static:")}
     if statics:
         best = max(statics, key=statics.__getitem__)
