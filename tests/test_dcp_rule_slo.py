@@ -11,11 +11,10 @@ from test_dcp_support import LinearFake, make_snap, waiting
 from ppsched.core.batch import BatchShape
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
-from ppsched.dcp.calibrate import TileResidual
+from ppsched.dcp.calibrate import TileResidual, explore_above
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.rule_slo import SloRule, kv_round_ms, queue_first_token_ms
-from ppsched.dcp.signals import ArrivalWindow
+from ppsched.dcp.rule_slo import SloRule, kv_round_ms, tokens_within_ms
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -59,19 +58,48 @@ def test_a_tiles_residual_fades_and_expires_with_the_predictors_forgetting():
     assert tr.measured(3) and not tr.measured(2)
 
 
-def test_an_unmeasured_tile_above_a_measured_one_is_priced_at_its_lower_bound():
-    from ppsched.dcp.calibrate import explore_next_tiles
-    from ppsched.dcp.candidate_costs import CandidateCosts
-
+def test_the_unmeasured_size_above_the_choice_is_priced_at_its_lower_bound():
     tr = TileResidual(tiles=8)
     tr.update(BatchShape(((0, 120),), 8), 20.0, 20.0)  # tile 1 ran
     costs = CandidateCosts((128, 256, 384), (120, 248, 376), (20.0, 45.0, 50.0), 0.0)
-    out = explore_next_tiles(tr, costs, 8)
-    # 256 (tile 2) never ran, right above tile 1: at most 128's stage; 384 two tiles up: as is
-    assert out.stage_ms == (20.0, 20.0, 50.0)
+    # 256 (tile 2) never ran, right above the choice (128, tile 1): at most 128's stage
+    assert explore_above(tr, costs, 0, 8).stage_ms == (20.0, 20.0, 50.0)
+    assert explore_above(tr, costs, 1, 8) is None  # the choice's own tile never ran
+    assert explore_above(tr, costs, 2, 8) is None  # nothing above the largest
     tr.update(BatchShape(((0, 248),), 8), 45.0, 24.0)  # tried once: measured from now on
-    # 256 is priced as given now (in use: its residual-corrected stage); 384 is next above it
-    assert explore_next_tiles(tr, costs, 8).stage_ms == (20.0, 45.0, 45.0)
+    assert explore_above(tr, costs, 0, 8) is None
+    # 384 is next above 256, but only explored where 256 is the choice
+    assert explore_above(tr, costs, 1, 8).stage_ms == (20.0, 45.0, 45.0)
+    # a tile that has not run within the forgetting window counts as not measured again
+    for _ in range(int(tr.window) + 1):
+        tr.update(BatchShape(((0, 120),), 8), 20.0, 20.0)
+    assert explore_above(tr, costs, 0, 8).stage_ms == (20.0, 20.0, 50.0)
+
+
+class OverPredictsAbove384(LinearFake):
+    """ALP's extrapolation past the sizes it has run, too high: +40 ms above 400 tokens."""
+
+    def predict(self, shape: BatchShape) -> float:
+        return super().predict(shape) + (40.0 if shape.batched_tokens > 400 else 0.0)
+
+
+def test_the_rule_tries_the_size_above_its_choice_once():
+    # tiles up to 384 measured (as predicted); at ALP's prices every size above breaks the SLO's
+    # 50 ms stage, so the choice is 384. 512, right above it and never run, is tried once at
+    # 384's stage; 640 and above are not (their neighbour 512 has not run yet)
+    ctl = PredictiveChunk(SLO, 4, OverPredictsAbove384())
+    for tokens in (128, 256, 384):
+        shape = BatchShape(((0, tokens - 2),), 2, 100)
+        ctl.observe(StageMeasurement(0.0, 0, 0, shape, 10 + 0.02 * tokens + 1e-4 * 100))
+    snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
+    d = ctl.decide(snap)
+    assert (d.chunk_tokens, d.reason) == (512, "slo:max-supply:explore")
+    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 384)  # the lower bound
+    # measured as ALP says (+40 ms): priced by its own tile from now on, and the choice is 384
+    ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 510),), 2, 100),
+                                 50 + 0.02 * 512 + 1e-4 * 100))
+    d = ctl.decide(replace(snap, iteration=8))
+    assert (d.chunk_tokens, d.reason) == (384, "slo:max-supply")
 
 
 def test_kv_bound_budget_from_littles_law():
@@ -146,16 +174,18 @@ def test_measured_residual_corrects_the_stage_predictions():
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792)
 
 
-def test_nothing_decodes_minimises_the_queues_first_token_time():
-    # (ceil(Q / c) + 3) * (10 + 0.02 c): one 100-token prompt crosses fastest in the smallest
-    # chunk (4 x 12.56 ms); 500 tokens in two 256 pieces (5 x 15.12 = 75.6 ms; 512: 4 x 20.24 =
-    # 80.96; 128: 7 x 12.56 = 87.9); 8000 tokens: 1152 (10 x 33.04 = 330.4 ms; 1024: 11 x 30.48 =
-    # 335.3; 896: 12 x 27.92 = 335.0; 1920: 8 x 48.4 = 387.2)
-    for queued, chunk in ((100, 128), (500, 256), (8000, 1152)):
-        d = mixed_ctl(Slo(2000.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, queued)]))
-        assert (d.chunk_tokens, d.reason) == (chunk, "no-decodes:min-queue-ttft")
-        assert dict(d.inputs)["queue_first_token_ms"] == pytest.approx(
-            (math.ceil(queued / chunk) + 3) * (10 + 0.02 * chunk))
+def test_nothing_decodes_takes_the_chunk_that_brings_most_tokens_within_the_ttft():
+    # Slo TTFT 400 ms, stage 10 + 0.02 c, pp 4: c brings c * floor((400 - 3 s) / s) queued tokens
+    # to their first token in time; 1152 the most (9 pieces: 10,368 tokens; 1024 and 1280:
+    # 10,240), whatever the queue of the moment: 100 tokens would cross fastest in 128 and
+    # 20,000 drain fastest in 2048, but the P90 is decided by the requests near the TTFT
+    for queued in (100, 10_368, 20_000):
+        d = mixed_ctl(Slo(400.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, queued)]))
+        assert (d.chunk_tokens, d.reason) == (1152, "no-decodes:most-within-ttft")
+        assert dict(d.inputs)["tokens_within_ttft"] == 10_368
+    # a looser TTFT amortises the crossing over more pieces: 2000 ms brings the most in 2048
+    d = mixed_ctl(Slo(2000.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, 100)]))
+    assert (d.chunk_tokens, dict(d.inputs)["tokens_within_ttft"]) == (2048, 36 * 2048)
     # the SLO's TPOT (40 ms: stages <= 10 ms) binds again as soon as anything decodes
     busy = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
     assert mixed_ctl(Slo(2000.0, 40.0)).decide(busy).reason == "tpot-tight:least-stage"
@@ -164,26 +194,42 @@ def test_nothing_decodes_minimises_the_queues_first_token_time():
 
 
 def test_nothing_decodes_under_arrivals_favours_supply():
-    rule = SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual())
+    rule = SloRule(Slo(400.0, 40.0), 4, LinearFake(), TileResidual())
     grid = tuple(range(128, 2049, 128))
-    snap = make_snap(queue=[waiting(0, 100.0, 500)])
-    assert grid[rule.choose(snap, grid, 0.0).index] == 256  # idle: as above
-    # 15,000 prompt tok/s arriving: 128 cannot keep up (supply 10.2 tok/ms); 256 would run stage 0
-    # at rho 0.89 (2 x 15.12 / 0.114 + 3 x 15.12 = 310.7 ms), 512 at 0.59 (20.24 / 0.407 + 3 x
-    # 20.24 = 110.4), 640 at 0.53 (117.3)
+    snap = make_snap(queue=[waiting(0, 100.0, 100)])
+    assert grid[rule.choose(snap, grid, 0.0).index] == 1152  # idle: as above
+    # 15,000 prompt tok/s arriving take rho = 15 / supply(c) of stage 0, and the drain stretches
+    # by 1 / (1 - rho): 128 cannot keep up (0 tokens), 1152 now brings 5,760, 1536 and 2048
+    # 6,144 each (the shorter stage, 1536, wins the tie)
     busy = rule.choose(snap, grid, 15_000.0)
-    assert (grid[busy.index], busy.reason) == (512, "no-decodes:min-queue-ttft")
-    assert dict(busy.inputs)["queue_first_token_ms"] == pytest.approx(
-        20.24 / (1 - 15.0 / (512 / 20.24)) + 3 * 20.24)
-    # more than any chunk can supply (2048: 41 tok/ms): the greatest supply
-    assert grid[rule.choose(snap, grid, 50_000.0).index] == 2048
+    assert (grid[busy.index], busy.reason) == (1536, "no-decodes:most-within-ttft")
+    assert dict(busy.inputs)["tokens_within_ttft"] == 6144
+    # more than any chunk can supply (2048: 40.2 tok/ms): none in time, the greatest supply
+    flood = rule.choose(snap, grid, 50_000.0)
+    assert (grid[flood.index], flood.reason) == (2048, "no-decodes:max-supply")
+    # a TTFT shorter than any crossing (3 stages of >= 12.56 ms): likewise
+    tight = SloRule(Slo(30.0, 40.0), 4, LinearFake(), TileResidual()).choose(snap, grid, 0.0)
+    assert (grid[tight.index], tight.reason) == (2048, "no-decodes:max-supply")
 
 
-def test_queue_first_token_ms_without_prefill_is_inf():
+def first_token_ms(costs: CandidateCosts, i: int, queued: int, pp: int, arrival: float) -> float:
+    """Q tokens' last first token: ceil(Q / p) stages stretched by 1 / (1 - rho), then the
+    crossing (the model tokens_within_ms inverts)."""
+    s = costs.stage_ms[i]
+    return math.ceil(queued / costs.prefill[i]) * s / (1 - arrival / costs.supply(i)) + (pp - 1) * s
+
+
+def test_tokens_within_ms_is_the_largest_queue_in_time():
     costs = CandidateCosts((128, 256), (0, 56), (12.0, 15.0), 0.0)
-    assert math.isinf(queue_first_token_ms(costs, 0, 1000, 4))
-    assert queue_first_token_ms(costs, 1, 1000, 4) == pytest.approx((18 + 3) * 15.0)
-    assert math.isinf(queue_first_token_ms(costs, 1, 1000, 4, arrival_tok_ms=56 / 15.0))
+    assert tokens_within_ms(costs, 0, 400.0, 4) == 0  # carries no prefill
+    for arrival in (0.0, 1.5):
+        q = tokens_within_ms(costs, 1, 400.0, 4, arrival)
+        assert q > 0
+        assert first_token_ms(costs, 1, q, 4, arrival) <= 400.0
+        assert first_token_ms(costs, 1, q + 1, 4, arrival) > 400.0
+    assert tokens_within_ms(costs, 1, 400.0, 4) == 56 * 23  # 23 pieces + 3 crossing: 390 ms
+    assert tokens_within_ms(costs, 1, 40.0, 4) == 0  # not even the crossing fits
+    assert tokens_within_ms(costs, 1, 400.0, 4, arrival_tok_ms=56 / 15.0) == 0  # cannot keep up
 
 
 def test_tile_residual():
@@ -201,27 +247,3 @@ def test_tile_residual():
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)
-
-
-def test_nothing_decodes_plans_for_at_least_the_mean_arriving_prompt():
-    # the choice is held for the cadence and serves the prompts arriving meanwhile: a short queue
-    # (100 tokens) is planned as the window's mean arriving prompt (8000 tokens: 1152, as above)
-    requests = ArrivalWindow(10.0)
-    rule = SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual(), requests=requests)
-    grid = tuple(range(128, 2049, 128))
-    requests.update(90.0, 0)  # 10 requests of 8000 tokens arrived over the last 10 s
-    snap = replace(make_snap(queue=[waiting(0, 100.0, 100)]), arrived_requests_total=10)
-    choice = rule.choose(snap, grid, 8000.0)
-    assert (grid[choice.index], choice.reason) == (1152, "no-decodes:min-queue-ttft")
-    assert dict(choice.inputs)["mean_prompt_tokens"] == 8000.0
-    # a queue longer than the mean prompt is planned as it stands
-    long_queue = replace(make_snap(queue=[waiting(0, 100.0, 8000)]), arrived_requests_total=10)
-    choice = rule.choose(long_queue, grid, 800.0)  # 1 request/s of 800 tokens
-    assert dict(choice.inputs)["mean_prompt_tokens"] == 800.0
-    assert grid[choice.index] == 1152
-    small = replace(make_snap(queue=[waiting(0, 100.0, 100)]), arrived_requests_total=10)
-    # planned as 800 tokens: 512 in 2 pieces + 3 stages (102.5 ms) against 128 for 100 tokens
-    assert grid[rule.choose(small, grid, 800.0).index] == 512
-    # no window (or nothing arrived yet): the queue alone, 100 tokens cross fastest in 128
-    assert grid[SloRule(Slo(2000.0, 40.0), 4, LinearFake(), TileResidual()).choose(
-        make_snap(queue=[waiting(0, 100.0, 100)]), grid, 0.0).index] == 128

@@ -76,10 +76,11 @@ class TileResidual:
         return predicted_ms + self._all if self._any else predicted_ms
 
 
-def explore_next_tiles(residual: TileResidual, costs: CandidateCosts, decodes: int
-                       ) -> CandidateCosts:
-    """Optimism where nothing was measured: a candidate whose tile has never run, right above a
-    tile that has, is predicted at the stage of the largest measured candidate below it.
+def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, decodes: int
+                  ) -> CandidateCosts | None:
+    """Optimism where nothing was measured, next to the choice only: the candidate right above
+    the chosen one, when its tile has not run within the forgetting window and the chosen one's
+    has, priced at the chosen one's stage; None when there is nothing to explore there.
 
     Why: past the sizes it has run, ALP extrapolates, and narrow data cannot tell a level from
     an offset; trained on 128-token mixed microbatches it over-predicts 256-token ones by
@@ -88,24 +89,21 @@ def explore_next_tiles(residual: TileResidual, costs: CandidateCosts, decodes: i
     learns: predictive stayed at 128 for a whole run where 256 was right (x0.1 profile, SLO 0.6,
     goodput -44%). A larger microbatch is never faster, so the measured stage below is the
     candidate's lower bound: the rule tries it once, and from then on its own measured residual
-    prices it. One tile beyond the measured ones at a time; every other prediction unchanged.
-    ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are its
-    prefill tokens plus these)."""
-    if not residual._any:
-        return costs
-    seen, last = residual._seen, residual._last  # measured(), inlined: a decision's budget
-    oldest = residual._stages - residual.window
-    top = len(seen) - 1
+    prices it. Only the chosen size's neighbour: priced this way above every measured tile, each
+    tile that expired was tried in turn up the whole ladder (512, 640, ... 1152 beside a steady
+    384 took 10% of the batch phase's decisions on chat-batch 14B and cost its P90 TTFT 190 ms,
+    bench/dcp.md session 11), while climbing from the choice reaches the right size all the
+    same. ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are
+    its prefill tokens plus these)."""
+    above = chosen + 1
+    if above >= len(costs.prefill):
+        return None
+    top = len(residual._seen) - 1
+    tile = min(-(-(costs.prefill[above] + decodes) // TILE), top)
+    below = min(-(-(costs.prefill[chosen] + decodes) // TILE), top)
     stage = costs.stage_ms
-    below = -1  # the largest candidate so far whose tile has run
-    explored = None
-    for i, prefill in enumerate(costs.prefill):
-        tile = min(-(-(prefill + decodes) // TILE), top)
-        if seen[tile] and last[tile] >= oldest:
-            below = i
-        elif below >= 0 and seen[tile - 1] and last[tile - 1] >= oldest \
-                and stage[i] > stage[below]:
-            if explored is None:
-                explored = list(stage)
-            explored[i] = explored[below]
-    return costs if explored is None else replace(costs, stage_ms=tuple(explored))
+    if residual.measured(tile) or not residual.measured(below) or stage[above] <= stage[chosen]:
+        return None
+    explored = list(stage)
+    explored[above] = stage[chosen]
+    return replace(costs, stage_ms=tuple(explored))

@@ -21,9 +21,12 @@ the slot that runs it lasts at least pp * s(c).
   (c - d) / s(c): the per-token efficiency of the chunk, which drains the queue fastest and so
   keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
   requests just before their deadline). Ties: the shorter stage.
-- Sizes never run: a candidate whose tile has not run yet, right above one that has, is priced
-  at the measured stage below it (its lower bound, ``calibrate.explore_next_tiles``), so the rule
-  tries it once instead of trusting ALP's extrapolation to it for ever.
+- Sizes never run: the candidate right above the choice, whose tile has not run within the
+  forgetting window while the choice's has, is priced at the choice's stage (its lower bound,
+  ``calibrate.explore_above``); if the rule would take it at that price, it tries it once
+  ("...:explore") instead of trusting ALP's extrapolation to it for ever. Only the choice's
+  neighbour: every tile above the measured ones, each in turn, cost the pipeline a cascade of
+  trials up the ladder whenever their tiles expired.
 - None fits: the candidate with the least stage time, the smallest ("tpot-tight:least-stage").
 - Held for a round and more: a pipeline's microbatches cross the same stages one after
   another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
@@ -33,18 +36,18 @@ the slot that runs it lasts at least pp * s(c).
   60 s of 300 where a fixed 384 left 43 s, at the same prefill tokens per stage-ms (bench/dcp.md,
   session 9). Holding the choice for the shell's cadence keeps the slots alike.
 - Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
-  TPOT to keep, and the SLO left is TTFT. The queued prompts' Q tokens take ceil(Q / p(c))
+  TPOT to keep, and the SLO left is TTFT. Q queued prompt tokens take ceil(Q / p(c))
   microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
   pipeline; prompts arriving meanwhile (the measured arrival rate a, in tokens) take a share
-  rho = a / supply(c) of stage 0, so the drain stretches by 1 / (1 - rho): they all have their
-  first token after ceil(Q / p(c)) * s(c) / (1 - rho) + (pp - 1) * s(c), and the rule takes the
-  candidate minimising it ("no-decodes:min-queue-ttft"; none keeps up: the greatest supply).
-  Small queues at low load favour short stages (the crossing), long queues and high load
-  per-token efficiency (the drain). Q is at least the mean arriving prompt (over the arrival
-  window): the choice is held for the cadence and serves the prompts that arrive meanwhile, not
-  only the queue of the moment. Planned for a short queue alone, the rule took 128-256 where a
-  fixed 384 kept the prompts' P90 lower (chat-batch's batch phase, bench/dcp.md sessions 6 and
-  10). The first request that decodes brings the TPOT budget back at the next decision.
+  rho = a / supply(c) of stage 0, so the drain stretches by 1 / (1 - rho). The requests that
+  decide the P90 are those that wait near the SLO's TTFT, not the queue of the moment, so the
+  rule takes the candidate that brings the most queued tokens to their first token within
+  SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does (it cannot keep
+  up, or not even the crossing fits): the greatest supply ("no-decodes:max-supply"). Sized for
+  the queue of the moment, as before, the choice flipped between 256 and 384 (and up to 1152
+  when the queue was long) where a fixed 384 kept the P90 lower (chat-batch's batch phase,
+  bench/dcp.md sessions 6, 10 and 11). The first request that decodes brings the TPOT budget
+  back at the next decision.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs.
 """
@@ -52,11 +55,11 @@ stage times are the only inputs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
-from ppsched.dcp.calibrate import TileResidual, explore_next_tiles
+from ppsched.dcp.calibrate import TileResidual, explore_above
 from ppsched.dcp.candidate_costs import (
     BatchModel,
     CandidateCosts,
@@ -67,24 +70,24 @@ from ppsched.dcp.candidate_costs import (
 )
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
-from ppsched.dcp.signals import ArrivalWindow
 
 INF = float("inf")
 
 
-def queue_first_token_ms(costs: CandidateCosts, i: int, queued_tokens: int, pp: int,
-                         arrival_tok_ms: float = 0.0) -> float:
-    """Predicted time until all ``queued_tokens`` have been prefilled with candidate i and the last
-    microbatch has crossed the pipeline, while prompt tokens keep arriving at ``arrival_tok_ms``
-    per ms: the drain ceil(Q / p) * s stretches by 1 / (1 - rho), rho = arrival / supply (the
-    share of stage 0 the arrivals take at this chunk). inf when the candidate carries no prefill
-    or cannot keep up with the arrivals."""
+def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
+                     arrival_tok_ms: float = 0.0) -> int:
+    """The most queued prompt tokens candidate i brings to their first token within
+    ``limit_ms`` while prompt tokens keep arriving at ``arrival_tok_ms`` per ms: Q tokens take
+    ceil(Q / p) microbatches of s on stage 0, stretched by 1 / (1 - rho) (rho = arrival / supply,
+    the share of stage 0 the arrivals take at this chunk), and the last one pp - 1 more stages
+    to cross the pipeline. 0 when the candidate carries no prefill or cannot keep up."""
     p = costs.prefill[i]
     supply = costs.supply(i)
     if p <= 0 or supply <= arrival_tok_ms:
-        return INF
-    drain = math.ceil(queued_tokens / p) * costs.stage_ms[i] / (1.0 - arrival_tok_ms / supply)
-    return drain + (pp - 1) * costs.stage_ms[i]
+        return 0
+    s = costs.stage_ms[i]
+    pieces = math.floor((limit_ms - (pp - 1) * s) * (1.0 - arrival_tok_ms / supply) / s)
+    return max(0, pieces) * p
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
@@ -111,33 +114,43 @@ class SloRule:
     predictor: StagePredictor
     residual: TileResidual
     rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
-    requests: ArrivalWindow | None = None  # arriving requests, for the mean arriving prompt
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
         d_reqs, d_ctx = asking_slot_decodes(snap)
-        costs = explore_next_tiles(self.residual, predict_costs(
-            self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap), d_reqs, d_ctx,
-            correct=self.residual.correct), d_reqs)
-        pp = self.pp
-        queued = snap.queued_prompt_tokens
-        # requests per s over the arrival window; with the token rate, the mean arriving prompt
-        req_s = 0.0 if self.requests is None else self.requests.update(
-            snap.now_s, snap.arrived_requests_total)
-        if snap.max_slot_decode_reqs == 0 and queued > 0:
-            mean_prompt = math.ceil(arrival_tok_s / req_s) if req_s > 0 else 0
-            plan = max(queued, mean_prompt)
-            ttft = [queue_first_token_ms(costs, i, plan, pp, arrival_tok_s / 1000.0)
-                    for i in range(len(candidates))]
-            # none keeps up with the arrivals (all inf): the greatest supply drains best
-            idx = min(range(len(candidates)),
-                      key=lambda i: (ttft[i], -costs.supply(i), costs.stage_ms[i]))
-            return Choice(idx, "no-decodes:min-queue-ttft", costs, (
-                ("arrival_tok_s", arrival_tok_s), ("queue_first_token_ms", ttft[idx]),
-                ("queued_prompt_tokens", float(queued)), ("mean_prompt_tokens", float(mean_prompt)),
-                ("slot_decodes", 0.0)))
-        kv_round = kv_round_ms(snap, pp, None if self.rounds is None else
+        costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
+                              d_reqs, d_ctx, correct=self.residual.correct)
+        kv_round = kv_round_ms(snap, self.pp, None if self.rounds is None else
                                self.rounds.mean_round_ms)
+        choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
+        # the size above the choice, never run (or not lately): tried once if, at its lower
+        # bound, the rule would take it
+        explored = explore_above(self.residual, costs, choice.index, d_reqs)
+        if explored is not None:
+            trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
+            if trial.index == choice.index + 1:
+                return replace(trial, reason=trial.reason + ":explore")
+        return choice
+
+    def _select(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
+                d_reqs: int, kv_round: float) -> Choice:
+        pp = self.pp
+        n = len(costs.prefill)
+        queued = snap.queued_prompt_tokens
+        if snap.max_slot_decode_reqs == 0 and queued > 0:
+            arrival_tok_ms = arrival_tok_s / 1000.0
+            within = [tokens_within_ms(costs, i, self.slo.ttft_ms, pp, arrival_tok_ms)
+                      for i in range(n)]
+            best = max(range(n), key=lambda i: (within[i], -costs.stage_ms[i]))
+            if within[best] > 0:
+                return Choice(best, "no-decodes:most-within-ttft", costs, (
+                    ("arrival_tok_s", arrival_tok_s), ("tokens_within_ttft", float(within[best])),
+                    ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
+            # none brings a token in time or keeps up with the arrivals: the greatest supply
+            idx = max(range(n), key=lambda i: (costs.supply(i), -costs.stage_ms[i]))
+            return Choice(idx, "no-decodes:max-supply", costs, (
+                ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
+                ("slot_decodes", 0.0)))
         budget = min(self.slo.tpot_ms, kv_round)
         stage = costs.stage_ms
         fits = [i for i, p in enumerate(costs.prefill) if p > 0 and stage[i] * pp <= budget]
