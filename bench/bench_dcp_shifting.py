@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ppsched.sim.engine.simulate as sim_engine  # noqa: E402
 from ppsched.core.policy import ChunkDecision  # noqa: E402
 from ppsched.core.slo import Slo  # noqa: E402
+from ppsched.experiments.goodput import VERIFY_FACTOR, VERIFY_SEED_OFFSET  # noqa: E402
 from ppsched.experiments.run_config import RunConfig  # noqa: E402
 from ppsched.metrics.steady import Window, verdict, window_for  # noqa: E402
 from ppsched.sim import simulate  # noqa: E402
@@ -36,7 +37,6 @@ from ppsched.traces.shifting import (  # noqa: E402
     shifting_workload,
 )
 
-VERIFY_SEED, VERIFY_WINDOWS = 1000, 4  # as ppsched goodput --verify
 STATICS = "static:128,static:256,static:384,static:512,static:768,static:1024,static:2048"
 
 
@@ -65,23 +65,25 @@ def use_phase_reference(period_s: float) -> None:
     sim_engine.build_chunk_controller = build_or_reference
 
 
-def workload_and_window(args: argparse.Namespace, rate: float, seed: int, windows: int = 1):
+def workload_and_window(args: argparse.Namespace, rate: float, seed: int,
+                        longer: float = 1.0):
     probe = shifting_workload(args.workload, 1.0, 600.0, seed)  # whole mix: same window --only
     window = window_for(decoding_output_p50(probe), Slo())
-    if windows > 1:
-        window = Window(window.warmup_s, windows * window.measure_s, window.cooldown_s)
+    if args.period is not None:  # one chat and one batch phase
+        window = Window(window.warmup_s, 2 * args.period, window.cooldown_s)
+    window = window.longer(longer)
     if args.period is None:
         return shifting_workload(args.workload, rate, window.arrivals_s, seed,
                                  only=args.only), window
-    window = Window(window.warmup_s, windows * 2 * args.period, window.cooldown_s)
     return chat_batch(rate, window.arrivals_s, seed, period_s=args.period, only=args.only), window
 
 
 def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int,
-           windows: int = 1) -> bool:
-    """One run's verdict; ``windows`` > 1 measures that many windows (the verification)."""
+           longer: float = 1.0) -> bool:
+    """One run's verdict; ``longer`` > 1 measures a window that many times longer (the
+    verification)."""
     slo = Slo().scaled(args.slo_scale)
-    wl, window = workload_and_window(args, rate, seed, windows)
+    wl, window = workload_and_window(args, rate, seed, longer)
     cfg = RunConfig(model=args.model, chunk=chunk, slo=slo, seed=seed, mixed_chunk=True)
     v = verdict(simulate(cfg, wl).records, window, slo)
     print(f"  {chunk:<18} seed {seed} rate {rate:6.3f}: {v.reason}", flush=True)
@@ -141,9 +143,9 @@ def main() -> int:
         print(f"GOODPUT {chunk}: min {min(result[chunk]):.3f} per seed {result[chunk]}",
               flush=True)
         if args.verify and min(result[chunk]) > 0:
-            ok = passes(args, chunk, min(result[chunk]), VERIFY_SEED, VERIFY_WINDOWS)
-            print(f"VERIFY {chunk} at {min(result[chunk]):.3f} (seed {VERIFY_SEED}, "
-                  f"{VERIFY_WINDOWS}x the window): {'pass' if ok else 'FAIL'}", flush=True)
+            ok = passes(args, chunk, min(result[chunk]), VERIFY_SEED_OFFSET, VERIFY_FACTOR)
+            print(f"VERIFY {chunk} at {min(result[chunk]):.3f} (seed {VERIFY_SEED_OFFSET}, "
+                  f"{VERIFY_FACTOR:g}x the window): {'pass' if ok else 'FAIL'}", flush=True)
     statics = {c: min(g) for c, g in result.items() if c.startswith("static:")}
     if statics:
         best = max(statics, key=statics.__getitem__)

@@ -44,8 +44,9 @@ class TileResidual:
         self._all = 0.0
         self._any = False
 
-    def _tile(self, shape: BatchShape) -> int:
-        return min(-(-shape.batched_tokens // TILE), len(self._res) - 1)
+    def tile(self, batched_tokens: int) -> int:
+        """The tile a microbatch of ``batched_tokens`` falls in (the last one holds the rest)."""
+        return min(-(-batched_tokens // TILE), len(self._res) - 1)
 
     def measured(self, tile: int) -> bool:
         """Whether a stage of this tile ran within the last forgetting window."""
@@ -55,7 +56,7 @@ class TileResidual:
     def update(self, shape: BatchShape, predicted_ms: float, measured_ms: float) -> None:
         r = measured_ms - predicted_ms
         w = self.weight
-        t = self._tile(shape)
+        t = self.tile(shape.batched_tokens)
         self._stages += 1
         if self.measured(t):
             faded = self._res[t] * self.forgetting ** (self._stages - self._last[t])
@@ -68,7 +69,7 @@ class TileResidual:
         self._any = True
 
     def correct(self, shape: BatchShape, predicted_ms: float) -> float:
-        t = min(-(-shape.batched_tokens // TILE), len(self._res) - 1)  # _tile, inlined: hot
+        t = min(-(-shape.batched_tokens // TILE), len(self._res) - 1)  # tile(), inlined: hot
         if self._seen[t]:
             age = self._stages - self._last[t]
             if age <= self.window:
@@ -98,11 +99,10 @@ def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, de
     above = chosen + 1
     if above >= len(costs.prefill):
         return None
-    top = len(residual._seen) - 1
-    tile = min(-(-(costs.prefill[above] + decodes) // TILE), top)
-    below = min(-(-(costs.prefill[chosen] + decodes) // TILE), top)
     stage = costs.stage_ms
-    if residual.measured(tile) or not residual.measured(below) or stage[above] <= stage[chosen]:
+    if stage[above] <= stage[chosen] or not residual.measured(
+            residual.tile(costs.prefill[chosen] + decodes)) or residual.measured(
+            residual.tile(costs.prefill[above] + decodes)):
         return None
     explored = list(stage)
     explored[above] = stage[chosen]
