@@ -14,7 +14,13 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual, explore_above
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.rule_slo import SloRule, kv_round_ms, tokens_within_ms
+from ppsched.dcp.rule_slo import (
+    SloRule,
+    first_late,
+    kv_round_ms,
+    queue_deadlines,
+    tokens_within_ms,
+)
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -117,6 +123,59 @@ def test_kv_bound_budget_from_littles_law():
     assert mixed_ctl().decide(roomy).reason == "slo:max-supply"
 
 
+def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
+    chunked = waiting(7, 99.5, 3000, remaining=1000)
+    snap = make_snap(now_s=100.0, chunked=chunked,
+                     queue=[waiting(1, 97.0, 500), waiting(2, 99.9, 200)])
+    # the chunked request (500 ms waited: 1500 left), the late one (3 s: no deadline, but its
+    # 500 tokens come first), the fresh one (100 ms waited) after all 1700 tokens
+    (left0, cum0), (left2, cum2) = queue_deadlines(snap, 2000.0)
+    assert (cum0, cum2) == (1000, 1700)
+    assert left0 == pytest.approx(1500.0) and left2 == pytest.approx(1900.0)
+    assert queue_deadlines(make_snap(), 2000.0) == []
+
+
+def test_first_late_checks_every_deadline_without_the_arrivals_share():
+    costs = CandidateCosts((256,), (256,), (20.0,), (0.0,))
+    # 300 ms: (300 - 3 * 20) / 20 = 12 pieces of 256 = 3072 tokens; 100 ms: 2 pieces
+    assert first_late(costs, 0, [(300.0, 3072)], 4, 0.0) is None
+    assert first_late(costs, 0, [(300.0, 3073)], 4, 0.0) == 0
+    assert first_late(costs, 0, [(300.0, 1000), (100.0, 600)], 4, 0.0) == 1
+    # 5 ms between microbatches that no stage shows: (300 - 75) / 25 = 9 pieces
+    assert first_late(costs, 0, [(300.0, 3072)], 4, 5.0) == 0
+    assert first_late(costs, 0, [(300.0, 9 * 256)], 4, 5.0) is None
+    assert first_late(costs, 0, [], 4, 0.0) is None
+    # the same as tokens_within_ms without arrivals, on a grid
+    for left in range(0, 400, 7):
+        for cum in range(1, 4000, 97):
+            within = tokens_within_ms(costs, 0, float(left), 4, 0.0, 0.0)
+            assert (first_late(costs, 0, [(float(left), cum)], 4, 0.0) is None) == \
+                (within >= cum)
+
+
+def test_the_least_size_that_brings_the_queue_in_time_past_the_tpot_price():
+    tight = Slo(300.0, 100.0)
+    # the price admits 640 (22.8 ms). A fresh 6500-token prompt, 300 ms TTFT: within it 640
+    # brings floor((300 - 3 * 22.8) / 22.8) = 10 pieces = 6400 tokens; 768, 896, 1024 bring
+    # 8 x 768, 7 x 896, 6 x 1024 (< 6500); 1152 (33.04 ms) 6 x 1152 = 6912: the least in time
+    snap = make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE)
+    d = mixed_ctl(tight).decide(snap)
+    assert (d.chunk_tokens, d.reason) == (1152, "ttft:least-in-time")
+    assert dict(d.inputs)["tpot_choice"] == 640.0
+    # in time at the price already: the price's choice
+    short = make_snap(queue=[waiting(0, 100.0, 5000)], decodes=ELSEWHERE)
+    assert mixed_ctl(tight).decide(short).reason == "slo:max-supply"
+    # the KV budget (a 100.5 ms round fills the cache) admits 640's 91.2 ms round, not 768's
+    # 101.4: no size past it
+    kv = make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE, stage_ms=(20.0,) * 8,
+                   kv_free=100_000 - round(100_000 * 80 / 100.5))
+    d = mixed_ctl(tight).decide(kv)
+    assert (d.chunk_tokens, d.reason) == (640, "slo:max-supply")
+    # nothing brings 9000 tokens within 300 ms (at most 6912): the price's choice
+    far = make_snap(queue=[waiting(0, 100.0, 9000)], decodes=ELSEWHERE)
+    assert mixed_ctl(tight).decide(far).chunk_tokens == 640
+
+
 def test_kv_round_ms():
     assert kv_round_ms(make_snap(stage_ms=(10.0, 30.0), kv_free=25_000), 4) == \
         pytest.approx(80.0 * 100_000 / 75_000)
@@ -140,8 +199,9 @@ def test_sized_by_the_asking_slot_and_held_for_the_cadence():
 
 
 def test_nothing_fits_takes_the_least_stage_then_the_safety_floor():
-    # 150 decodes of 3000 context: 45 ms of attention, so every budget breaks 50 ms
-    snap = make_snap(queue=[waiting(0, 99.0, 1000)], decodes=(150,) * 4, ctx_per_decode=3000)
+    # 150 decodes of 3000 context: 45 ms of attention, so every budget breaks 50 ms. The one
+    # queued request waited 3 s, past the 2 s TTFT: no size brings it in time, none is tried
+    snap = make_snap(queue=[waiting(0, 97.0, 1000)], decodes=(150,) * 4, ctx_per_decode=3000)
     d = mixed_ctl().decide(snap)
     assert (d.chunk_tokens, d.reason) == (256, "tpot-tight:least-stage+safety-floor")
 
