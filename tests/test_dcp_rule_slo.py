@@ -148,7 +148,7 @@ def test_first_late_checks_every_deadline_without_the_arrivals_share():
     # the same as tokens_within_ms without arrivals, on a grid
     for left in range(0, 400, 7):
         for cum in range(1, 4000, 97):
-            within = tokens_within_ms(costs, 0, float(left), 4, 0.0, 0.0)
+            within = tokens_within_ms(costs, 0, float(left), 4)
             assert (first_late(costs, 0, [(float(left), cum)], 4, 0.0) is None) == \
                 (within >= cum)
 

@@ -44,7 +44,9 @@ class ChunkSnapshot:
     iteration: int  # scheduling iterations so far (all slots), starts at 0
     slot: int
     pp_size: int
-    queue: tuple[QueuedRequest, ...]  # FCFS, oldest first; possibly truncated
+    # FCFS, oldest first; possibly truncated. SGLang's view puts the chunked request first, the
+    # simulator's leaves it out (rules read both through candidate_costs.waiting_fcfs)
+    queue: tuple[QueuedRequest, ...]
     queued_requests: int
     queued_prompt_tokens: int  # remaining prompt tokens of every queued request, incl. chunked
     chunked: QueuedRequest | None  # the request being chunked across slots, if any

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Protocol
 
 from ppsched.core.batch import BatchShape
-from ppsched.core.snapshots import ChunkSnapshot, SlotLoad
+from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad
 
 
 class StagePredictor(Protocol):
@@ -48,6 +48,16 @@ def chunk_prefix(snap: ChunkSnapshot) -> int:
     """Tokens the chunked request has already prefilled (its next piece attends to them)."""
     ch = snap.chunked
     return ch.prompt_tokens - ch.remaining_prompt_tokens if ch is not None else 0
+
+
+def waiting_fcfs(snap: ChunkSnapshot) -> tuple[QueuedRequest, ...]:
+    """The queue view in FCFS order with the chunked request first: SGLang's view already puts
+    it there, the simulator's leaves it out."""
+    ch = snap.chunked
+    reqs = snap.queue
+    if ch is not None and (not reqs or reqs[0].req_id != ch.req_id):
+        return (ch, *reqs)
+    return reqs
 
 
 def asking_slot(snap: ChunkSnapshot) -> SlotLoad | None:

@@ -24,6 +24,7 @@ from ppsched.dcp.candidate_costs import (
     asking_slot_decodes,
     chunk_prefix,
     predict_costs,
+    waiting_fcfs,
 )
 from ppsched.dcp.rule_base import Choice, PaperConstants
 from ppsched.dcp.signals import kv_pressure, safe_floor
@@ -41,10 +42,7 @@ def backlog_demand(snap: ChunkSnapshot, slo: Slo, wait_fraction: float, fcfs: bo
     now = snap.now_s
     ttft_s = slo.ttft_ms / 1000.0
     min_wait = wait_fraction * ttft_s
-    reqs = list(snap.queue)
-    ch = snap.chunked
-    if ch is not None and not any(q.req_id == ch.req_id for q in reqs):
-        reqs.insert(0, ch)
+    reqs = waiting_fcfs(snap)
     demand = 0.0
     cum = 0
     for q in reqs:

@@ -78,6 +78,7 @@ from ppsched.dcp.candidate_costs import (
     asking_slot_decodes,
     chunk_prefix,
     predict_costs,
+    waiting_fcfs,
 )
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
@@ -86,19 +87,17 @@ INF = float("inf")
 
 
 def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
-                     arrival_tok_ms: float = 0.0, gap_ms: float = 0.0) -> int:
+                     arrival_tok_ms: float = 0.0) -> int:
     """The most queued prompt tokens candidate i brings to their first token within
     ``limit_ms`` while prompt tokens keep arriving at ``arrival_tok_ms`` per ms: Q tokens take
     ceil(Q / p) microbatches of s on stage 0, stretched by 1 / (1 - rho) (rho = arrival / supply,
     the share of stage 0 the arrivals take at this chunk), and the last one pp - 1 more stages
-    to cross the pipeline; each microbatch also waits ``gap_ms`` that no stage time shows (rank
-    0's scheduler, the result's return). 0 when the candidate carries no prefill or cannot keep
-    up."""
+    to cross the pipeline. 0 when the candidate carries no prefill or cannot keep up."""
     p = costs.prefill[i]
     supply = costs.supply(i)
     if p <= 0 or supply <= arrival_tok_ms:
         return 0
-    s = costs.stage_ms[i] + gap_ms
+    s = costs.stage_ms[i]
     pieces = math.floor((limit_ms - (pp - 1) * s) * (1.0 - arrival_tok_ms / supply) / s)
     return max(0, pieces) * p
 
@@ -108,14 +107,10 @@ def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, in
     still in time, FCFS (the chunked request first; the view's oldest requests): it has its first
     token only when everything ahead of it has been prefilled. Requests already late count in
     the tokens ahead of the others but set no deadline (nothing can bring them in time)."""
-    ch = snap.chunked
-    reqs = snap.queue
-    if ch is not None and (not reqs or reqs[0].req_id != ch.req_id):
-        reqs = (ch, *reqs)  # the simulator's view leaves it out; SGLang's puts it first
     late_ms = 1000.0 * snap.now_s - ttft_ms  # a request that arrived before it is late
     out = []
     cum = 0
-    for q in reqs:
+    for q in waiting_fcfs(snap):
         cum += q.remaining_prompt_tokens
         left = 1000.0 * q.arrival_s - late_ms
         if left > 0:
@@ -124,15 +119,22 @@ def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, in
 
 
 def first_late(costs: CandidateCosts, i: int, deadlines: list[tuple[float, int]], pp: int,
-               gap_ms: float) -> int | None:
+               gap_ms: float, hint: int | None = None) -> int | None:
     """The first request of ``deadlines`` (``queue_deadlines``) that candidate i brings to its
     first token late, None if it brings every one in time: ``tokens_within_ms`` without the
-    arrivals' share (in FCFS a request that arrives later is prefilled after it)."""
+    arrivals' share (in FCFS a request that arrives later is prefilled after it), each
+    microbatch taking ``gap_ms`` more than its stage. ``hint``: a request tried first, returned
+    if late (the one a smaller size brought late is most often late here too: a queue no size
+    brings in time then costs one test per size, not a scan)."""
     p = costs.prefill[i]
     if p <= 0:
         return 0 if deadlines else None
     # tokens_within_ms(left) >= cum  <=>  floor((left - (pp - 1) s) / s) >= ceil(cum / p)
     s = costs.stage_ms[i] + gap_ms
+    if hint is not None:
+        left, cum = deadlines[hint]
+        if left < s * (-(-cum // p) + pp - 1):
+            return hint
     for j, (left, cum) in enumerate(deadlines):
         if left < s * (-(-cum // p) + pp - 1):
             return j
@@ -193,17 +195,10 @@ class SloRule:
         late = first_late(costs, choice.index, deadlines, self.pp, gap)
         if late is None:
             return choice
-        pp = self.pp
         for i in range(nxt, len(costs.prefill)):
-            stage, p = costs.stage_ms[i], costs.prefill[i]
-            if stage * pp > kv_round:
+            if costs.stage_ms[i] * self.pp > kv_round:
                 break  # a full cache stalls admission: no size past the KV budget
-            # the request the last size brought late first: most often this one's too (a
-            # queue no size brings in time costs a test per size, not a scan)
-            left, cum = deadlines[late]
-            if p <= 0 or left < (stage + gap) * (-(-cum // p) + pp - 1):
-                continue
-            late = first_late(costs, i, deadlines, pp, gap)
+            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
                 return replace(choice, index=i, reason="ttft:least-in-time", inputs=(
                     *choice.inputs, ("tpot_choice", float(costs.candidates[choice.index]))))
