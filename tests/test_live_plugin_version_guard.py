@@ -49,7 +49,7 @@ def other_version(tmp_path_factory):
     env = {**cleared_ppsched_env(), "PPSCHED_CHUNK": "predictive",
            "PPSCHED_CANDIDATES": "32,64", "PPSCHED_DS": "on",
            "PPSCHED_DECISION_LOG": str(log), "PYTHONPATH": path}
-    for run in serve_replay_scrape(PY, tmp, env, SPECS, range(34000, 35000), concurrency=6):
+    for run in serve_replay_scrape(PY, tmp, env, SPECS, range(31000, 32000), concurrency=6):
         yield {**run, "log": log}
 
 

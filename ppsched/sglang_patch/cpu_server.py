@@ -6,6 +6,7 @@ runs in its own process group so ``stop()`` kills every stage even if SGLang han
 
 from __future__ import annotations
 
+import http.client
 import os
 import shlex
 import signal
@@ -100,10 +101,14 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def healthy(self) -> bool:
+        """/health answers 200. Anything else is "not yet", an answer that is not HTTP included:
+        polling a loopback port inside the OS's ephemeral range before the server binds it can
+        connect the client's socket to itself (TCP self-connect), which reads its own request
+        back ("GET /health HTTP/1.1" as the status line; seen in CI, 2026-12)."""
         try:
             get_json(Endpoint("127.0.0.1", self.port), "/health", timeout_s=5)
             return True
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):
             return False
 
     def stop(self, grace_s: float = 20.0) -> None:
