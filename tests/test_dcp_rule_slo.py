@@ -305,5 +305,24 @@ def test_tile_residual():
     huge = BatchShape(((0, 9000),))
     tr.update(huge, 50.0, 40.0)  # beyond the last tile: shares the last one
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
+    shapes = [small, big, huge, BatchShape(((0, 200),), 40, 9000), BatchShape((), 7, 700)]
+    predicted = [10.0, 20.0, 30.0, 40.0, 50.0]  # the scan form: one call, same shifts
+    assert tr.correct_scan([s.batched_tokens for s in shapes], predicted) == [
+        tr.correct(s, ms) for s, ms in zip(shapes, predicted, strict=True)]
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)
+
+
+def test_best_supply_is_the_greatest_supply_within_the_round_budget():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        prefill = tuple(rng.choice((0, 64, 128, 256)) for _ in range(n))
+        stage = tuple(float(rng.choice((10, 12, 20, 24))) for _ in range(n))  # ties on purpose
+        costs = CandidateCosts(tuple(range(1, n + 1)), prefill, stage, 0.0)
+        budget = rng.choice((30.0, 50.0, 100.0))
+        fits = [i for i in range(n) if prefill[i] > 0 and stage[i] * 4 <= budget]
+        want = max(fits, key=lambda i: (costs.supply(i), -stage[i])) if fits else None
+        assert costs.best_supply(4, budget) == want

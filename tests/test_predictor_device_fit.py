@@ -124,10 +124,42 @@ def test_the_tile_residual_shifts_only_formula_scans():
 
     alp = ALPredictor(PROFILE)
     prequential_mape(alp, random.Random(6), 300, 0)
-    shifted = lambda shape, ms: ms + 1000.0  # noqa: E731 - a residual no scan could miss
+    def shifted(tokens, ms):  # a residual no scan could miss
+        return [m + 1000.0 for m in ms]
+
     inside = predict_costs(alp, (16, 64, 128), BatchModel.PLAIN, 300, 0, 0,
                            correct=shifted)
     assert max(inside.stage_ms) < 1000.0  # the fit answered: no residual shift
     past = predict_costs(alp, (16, 64, 2048), BatchModel.PLAIN, 300, 0, 0,
                          correct=shifted)
     assert min(past.stage_ms) > 1000.0  # the formula answered: shifted
+
+
+def test_the_candidate_scan_reads_the_same_batches_as_shapes():
+    """predict_costs hands ALP sums built without BatchShapes (``piece_sums``), any other
+    predictor the shapes: both give the same costs, fit or formula, every batch model."""
+    from ppsched.core.batch import piece_shape, piece_sums, shape_sums
+    from ppsched.dcp.candidate_costs import BatchModel, predict_costs
+
+    for prefix in (0, 700):
+        for extend in (0, 1, 300):
+            for decodes, ctx in ((0, 0), (3, 900)):
+                assert piece_sums(prefix, extend, decodes, ctx) == shape_sums(
+                    piece_shape(prefix, extend, decodes, ctx))
+
+    class ShapesOnly:  # ALP behind the generic protocol: no predict_sums
+        def __init__(self, alp):
+            self.predict_many = alp.predict_many
+
+    def shifted(tokens, ms):  # the residual hook sees each batch's batched tokens
+        return [m + t / 1000.0 for t, m in zip(tokens, ms, strict=True)]
+
+    for seed, fitted in ((7, True), (8, False)):
+        alp = ALPredictor(PROFILE)
+        prequential_mape(alp, random.Random(seed), 300 if fitted else 5, 0)
+        for batch in BatchModel:
+            for cands in ((16, 64, 128), (128, 256, 2048)):
+                args = (cands, batch, 300, 40, 12_000)
+                kw = {"decode_load": (40, 12_000), "correct": shifted}
+                assert predict_costs(alp, *args, **kw) == predict_costs(ShapesOnly(alp), *args,
+                                                                        **kw)

@@ -42,3 +42,35 @@ class BatchShape:
         if self.prefill:
             return "prefill"
         return "decode" if self.decode_count else "empty"
+
+
+# What the latency models read of a microbatch: (batched tokens, sum of prefix x extend, sum of
+# extend^2, prefill pieces, decode context sum, decode requests). A candidate scan builds these
+# directly (``piece_sums``): sixteen BatchShapes cost a decision more than the predictions.
+ShapeSums = tuple[int, int, int, int, int, int]
+
+
+def shape_sums(shape: BatchShape) -> ShapeSums:
+    """The sums of a shape, in one pass over its pieces."""
+    cross = 0
+    square = 0
+    tokens = shape.decode_count
+    for prefix, extend in shape.prefill:
+        cross += prefix * extend
+        square += extend * extend
+        tokens += extend
+    return (tokens, cross, square, len(shape.prefill), shape.decode_ctx_sum,
+            shape.decode_count)
+
+
+def piece_sums(prefix: int, extend: int, decodes: int, decode_ctx: int) -> ShapeSums:
+    """The sums of ``piece_shape``'s shape (unchecked: the caller's values are valid)."""
+    if extend:
+        return (extend + decodes, prefix * extend, extend * extend, 1, decode_ctx, decodes)
+    return (decodes, 0, 0, 0, decode_ctx, decodes)
+
+
+def piece_shape(prefix: int, extend: int, decodes: int, decode_ctx: int) -> BatchShape:
+    """One prefill piece of ``extend`` tokens after ``prefix`` (none if ``extend`` is 0) beside
+    ``decodes`` decode requests holding ``decode_ctx`` tokens of context."""
+    return BatchShape(((prefix, extend),) if extend else (), decodes, decode_ctx)

@@ -10,7 +10,7 @@ shifted by its tile's residual, or by the mean residual over all tiles until its
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
 
 from ppsched.core.batch import BatchShape
 from ppsched.dcp.candidate_costs import CandidateCosts
@@ -69,12 +69,26 @@ class TileResidual:
         self._any = True
 
     def correct(self, shape: BatchShape, predicted_ms: float) -> float:
-        t = min(-(-shape.batched_tokens // TILE), len(self._res) - 1)  # tile(), inlined: hot
-        if self._seen[t]:
-            age = self._stages - self._last[t]
-            if age <= self.window:
-                return predicted_ms + self._res[t] * self.forgetting ** age
-        return predicted_ms + self._all if self._any else predicted_ms
+        return self.correct_scan((shape.batched_tokens,), [predicted_ms])[0]
+
+    def correct_scan(self, batched_tokens: Sequence[int], predicted_ms: list[float]
+                     ) -> list[float]:
+        """Each prediction shifted by its tile's residual (the batches' batched tokens, as
+        ``candidate_costs.predict_costs`` passes them): one loop with the state bound once."""
+        res, seen, last = self._res, self._seen, self._last
+        top = len(res) - 1
+        stages, window, forgetting = self._stages, self.window, self.forgetting
+        fallback = self._all if self._any else 0.0
+        out = []
+        for tokens, ms in zip(batched_tokens, predicted_ms, strict=True):
+            t = -(-tokens // TILE)  # tile(), inlined: hot
+            if t > top:
+                t = top
+            if seen[t] and stages - last[t] <= window:
+                out.append(ms + res[t] * forgetting ** (stages - last[t]))
+            else:
+                out.append(ms + fallback)
+        return out
 
 
 def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, decodes: int
@@ -106,4 +120,4 @@ def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, de
         return None
     explored = list(stage)
     explored[above] = stage[chosen]
-    return replace(costs, stage_ms=tuple(explored))
+    return CandidateCosts(costs.candidates, costs.prefill, tuple(explored), costs.decode_ms)

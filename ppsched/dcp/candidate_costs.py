@@ -2,7 +2,7 @@
 
 For every candidate budget c: how many prefill tokens the microbatch carries and ALP's predicted
 one-stage latency, for the batch the engine will build (``BatchModel``), plus, when asked, the
-predicted stage time of a decode-only microbatch. One ``predict_many`` call per decision.
+predicted stage time of a decode-only microbatch. One scan of the predictor per decision.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ppsched.core.batch import BatchShape
+from ppsched.core.batch import BatchShape, piece_shape, piece_sums
 from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad
 
 
@@ -42,6 +42,19 @@ class CandidateCosts:
     def supply(self, i: int) -> float:
         """Prefill tokens per ms of stage time: the per-token efficiency of candidate i."""
         return self.prefill[i] / self.stage_ms[i] if self.stage_ms[i] > 0 else 0.0
+
+    def best_supply(self, pp: int, round_budget_ms: float) -> int | None:
+        """The candidate with the greatest supply among those that carry prefill and whose
+        pp * stage fits ``round_budget_ms`` (ties: the shorter stage, then the first); None
+        when none fits. One loop: this runs twice in most decisions."""
+        best, best_supply, best_stage = None, 0.0, 0.0
+        for i, (p, s) in enumerate(zip(self.prefill, self.stage_ms, strict=True)):
+            if p > 0 and s * pp <= round_budget_ms:
+                supply = p / s if s > 0 else 0.0
+                if best is None or supply > best_supply or (
+                        supply == best_supply and s < best_stage):
+                    best, best_supply, best_stage = i, supply, s
+        return best
 
 
 def chunk_prefix(snap: ChunkSnapshot) -> int:
@@ -73,28 +86,32 @@ def asking_slot_decodes(snap: ChunkSnapshot) -> tuple[int, int]:
 def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch: BatchModel,
                   prefix: int, decodes: int, decode_ctx: int, *,
                   decode_load: tuple[int, int] | None = None,
-                  correct: Callable[[BatchShape, float], float] | None = None) -> CandidateCosts:
+                  correct: Callable[[Sequence[int], list[float]], list[float]] | None = None
+                  ) -> CandidateCosts:
     """Costs of every candidate; ``decode_load`` = (requests, context sum) of a decode-only
-    microbatch to predict too; ``correct`` shifts each prediction (measured residuals of the
-    profile-anchored formula: not applied when ALP's device fit answered the scan)."""
+    microbatch to predict too; ``correct`` shifts the predictions, given each batch's batched
+    tokens (measured residuals of the profile-anchored formula: not applied when ALP's device
+    fit answered the scan). ALP reads the batches' sums (``predict_sums``), built here without
+    a BatchShape each; another predictor gets the shapes."""
+    by_sums = getattr(predictor, "predict_sums", None)
+    batch_of = piece_sums if by_sums is not None else piece_shape
     if batch is BatchModel.MIXED:  # a candidate at or below d carries no prefill
-        prefill = tuple(max(c - decodes, 0) for c in candidates)
-        shapes = [BatchShape(((prefix, p),) if p else (), decodes, decode_ctx) for p in prefill]
-    elif batch is BatchModel.PAPER:
-        prefill = candidates
-        shapes = [BatchShape(((prefix, c),), decodes, decode_ctx) for c in candidates]
+        prefill = tuple(c - decodes if c > decodes else 0 for c in candidates)
     else:
         prefill = candidates
-        shapes = [BatchShape(((prefix, c),)) for c in candidates]
+    if batch is BatchModel.PLAIN:
+        decodes, decode_ctx = 0, 0
+    batches = [batch_of(prefix, p, decodes, decode_ctx) for p in prefill]
     if decode_load is not None and decode_load[0] > 0:
-        shapes.append(BatchShape((), decode_load[0], decode_load[1]))
-    scan = getattr(predictor, "predict_scan", None)
-    if scan is not None:  # ALP: one model answers the scan; the fit needs no residual shift
-        predicted, from_fit = scan(shapes)
-        predicted = list(predicted)
+        batches.append(batch_of(0, 0, decode_load[0], decode_load[1]))
+    if by_sums is not None:  # ALP: one model answers the scan; the fit needs no residual shift
+        predicted, from_fit = by_sums(batches)
     else:
-        predicted, from_fit = list(predictor.predict_many(shapes)), False
+        predicted, from_fit = list(predictor.predict_many(batches)), False
     if correct is not None and not from_fit:
-        predicted = [correct(sh, ms) for sh, ms in zip(shapes, predicted, strict=True)]
+        tokens = [p + decodes for p in prefill]
+        if len(batches) > len(prefill):
+            tokens.append(decode_load[0])  # type: ignore[index]
+        predicted = correct(tokens, predicted)
     decode_ms = predicted.pop() if len(predicted) > len(candidates) else 0.0
     return CandidateCosts(candidates, prefill, tuple(predicted), decode_ms)

@@ -66,7 +66,7 @@ stage times are the only inputs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -170,7 +170,7 @@ class SloRule:
                ) -> Choice:
         d_reqs, d_ctx = asking_slot_decodes(snap)
         costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
-                              d_reqs, d_ctx, correct=self.residual.correct)
+                              d_reqs, d_ctx, correct=self.residual.correct_scan)
         kv_round = kv_round_ms(snap, self.pp, None if self.rounds is None else
                                self.rounds.mean_round_ms)
         choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
@@ -181,7 +181,7 @@ class SloRule:
         if explored is not None:
             trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
             if trial.index == choice.index + 1:
-                return replace(trial, reason=trial.reason + ":explore")
+                return Choice(trial.index, trial.reason + ":explore", trial.costs, trial.inputs)
         return choice
 
     def _in_time(self, snap: ChunkSnapshot, costs: CandidateCosts, kv_round: float,
@@ -200,7 +200,7 @@ class SloRule:
                 break  # a full cache stalls admission: no size past the KV budget
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
-                return replace(choice, index=i, reason="ttft:least-in-time", inputs=(
+                return Choice(i, "ttft:least-in-time", costs, (
                     *choice.inputs, ("tpot_choice", float(costs.candidates[choice.index]))))
         return choice
 
@@ -233,10 +233,8 @@ class SloRule:
                 ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
                 ("slot_decodes", 0.0)))
         budget = min(self.slo.tpot_ms, kv_round)
-        stage = costs.stage_ms
-        fits = [i for i, p in enumerate(costs.prefill) if p > 0 and stage[i] * pp <= budget]
-        if fits:
-            idx = max(fits, key=lambda i: (costs.supply(i), -stage[i]))
+        idx = costs.best_supply(pp, budget)
+        if idx is not None:
             reason = "slo:max-supply" + (":kv-bound" if kv_round < self.slo.tpot_ms else "")
         else:
             # the least stage is the smallest candidate: a larger microbatch is never faster.

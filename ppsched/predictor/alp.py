@@ -31,9 +31,9 @@ import math
 from collections.abc import Sequence
 from operator import mul
 
-from ppsched.core.batch import BatchShape
+from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
-from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, batch_sums, fit_features
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features
 from ppsched.predictor.profile import LinearProfile
 
 PREFIX_SCALE = 2.0**21
@@ -82,7 +82,7 @@ FIT_MIN_SCORED = 2 * N_FEATURES
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
     """The paper's four attention features of a batch, scaled."""
-    _, cross, square = batch_sums(shape)
+    _, cross, square, _, _, _ = shape_sums(shape)
     return (cross / PREFIX_SCALE, square / EXTEND_SCALE, shape.decode_ctx_sum / DECODE_SCALE,
             BIAS)
 
@@ -159,38 +159,36 @@ class ALPredictor:
     def predict(self, shape: BatchShape) -> float:
         """Predicted ms of one stage for this batch: the device fit's inside its box while it
         is the better predictor, else the profile-anchored formula's."""
-        sums = batch_sums(shape)
+        sums = shape_sums(shape)
         if self.use_fit:
-            fitted = self._fitted_from(shape, *sums)
+            fitted = self._fitted(sums)
             if fitted is not None:
                 return fitted
-        return self._formula((shape,), (sums,))[0]
+        return self._formula((sums,))[0]
 
-    def _fitted_from(self, shape: BatchShape, tokens: int, cross: int, square: int
-                     ) -> float | None:
+    def _fitted(self, sums: ShapeSums) -> float | None:
         """The device fit's prediction, None outside its box (or not positive)."""
+        tokens, cross, square, pieces, decode_ctx, decodes = sums
         fitted = self.fit.predict_in_box(  # type: ignore[union-attr]
-            tokens, len(shape.prefill), shape.decode_ctx_sum, cross, square, shape.decode_count)
+            tokens, pieces, decode_ctx, cross, square, decodes)
         return fitted if fitted is not None and fitted > 0.0 else None
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula((shape,))[0]
+        return self._formula((shape_sums(shape),))[0]
 
-    def _formula(self, shapes: Sequence[BatchShape],
-                 sums: Sequence[tuple[int, int, int]] | None = None) -> list[float]:
-        """The formula for each shape (``sums``: their ``batch_sums`` if already known); one
-        loop with the weights bound once (a 16-candidate scan is on the decision's budget)."""
+    def _formula(self, scan: Sequence[ShapeSums]) -> list[float]:
+        """The formula for each batch of the scan; one loop with the weights bound once (a
+        16-candidate scan is on the decision's budget)."""
         linear = self._linear
         w0, w1, w2, w3 = self.weights[:4]
         w4 = self.weights[4] if self.n == 5 else 0.0
         scale = self.scale
         out = []
-        for i, shape in enumerate(shapes):
-            tokens, cross, square = batch_sums(shape) if sums is None else sums[i]
+        for tokens, cross, square, _, decode_ctx, _ in scan:
             lin = linear(tokens)
             out.append((lin + w0 * cross / PREFIX_SCALE + w1 * square / EXTEND_SCALE
-                        + w2 * shape.decode_ctx_sum / DECODE_SCALE + w3 * BIAS
+                        + w2 * decode_ctx / DECODE_SCALE + w3 * BIAS
                         + w4 * lin / LINEAR_SCALE) * scale)
         return out
 
@@ -199,18 +197,23 @@ class ALPredictor:
         return self.predict_scan(shapes)[0]
 
     def predict_scan(self, shapes: Sequence[BatchShape]) -> tuple[list[float], bool]:
-        """(predictions, from the fit): one model answers the whole scan -- the device fit only
-        if every shape lies in its box, else the formula for all. A scan compares candidates;
-        the fit for the seen sizes beside the formula for the unseen ones would compare two
-        models' biases across the box's edge."""
+        """``predict_sums`` of the shapes' sums."""
+        return self.predict_sums([shape_sums(s) for s in shapes])
+
+    def predict_sums(self, scan: Sequence[ShapeSums]) -> tuple[list[float], bool]:
+        """(predictions, from the fit) for a scan of batches given by their sums (``shape_sums``;
+        the candidate scan builds them without BatchShapes, ``piece_sums``): one model answers
+        the whole scan -- the device fit only if every batch lies in its box, else the formula
+        for all. A scan
+        compares candidates; the fit for the seen sizes beside the formula for the unseen ones
+        would compare two models' biases across the box's edge."""
         if not self.use_fit:
-            return self._formula(shapes), False
-        sums = [batch_sums(s) for s in shapes]
+            return self._formula(scan), False
         fitted = []
-        for i in range(len(shapes) - 1, -1, -1):  # largest first: the likeliest to be outside
-            value = self._fitted_from(shapes[i], *sums[i])
+        for i in range(len(scan) - 1, -1, -1):  # largest first: the likeliest to be outside
+            value = self._fitted(scan[i])
             if value is None:
-                return self._formula(shapes, sums), False
+                return self._formula(scan), False
             fitted.append(value)
         fitted.reverse()
         return fitted, True

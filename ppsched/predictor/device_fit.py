@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from operator import mul
 
-from ppsched.core.batch import BatchShape
+from ppsched.core.batch import BatchShape, shape_sums
 
 TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
 PREFIX_SCALE = 2.0**21  # as ALP's attention features
@@ -35,24 +35,11 @@ PRIOR_VAR = 1e6
 COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step: restart at this
 
 
-def batch_sums(shape: BatchShape) -> tuple[int, int, int]:
-    """(batched tokens, sum of prefix x extend, sum of extend^2) in one pass over the pieces."""
-    cross = 0
-    square = 0
-    tokens = shape.decode_count
-    for prefix, extend in shape.prefill:
-        cross += prefix * extend
-        square += extend * extend
-        tokens += extend
-    return tokens, cross, square
-
-
 def fit_features(shape: BatchShape) -> list[float]:
     """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2, decodes), scaled."""
-    tokens, cross, square = batch_sums(shape)
-    return [1.0, tokens / TOKEN_SCALE, float(len(shape.prefill)),
-            shape.decode_ctx_sum / DECODE_CTX_SCALE, cross / PREFIX_SCALE, square / EXTEND_SCALE,
-            shape.decode_count / DECODE_COUNT_SCALE]
+    tokens, cross, square, pieces, decode_ctx, decodes = shape_sums(shape)
+    return [1.0, tokens / TOKEN_SCALE, float(pieces), decode_ctx / DECODE_CTX_SCALE,
+            cross / PREFIX_SCALE, square / EXTEND_SCALE, decodes / DECODE_COUNT_SCALE]
 
 
 # Its own window: 1/(1 - 0.99) = 100 stages, ~14 per weight. A device drifts (co-tenants, clocks,
