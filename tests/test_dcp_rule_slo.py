@@ -64,6 +64,24 @@ def test_a_tiles_residual_fades_and_expires_with_the_predictors_forgetting():
     assert tr.measured(3) and not tr.measured(2)
 
 
+def test_pieces_and_decode_only_microbatches_learn_their_residuals_apart():
+    """Same tile, two kinds: a light load's decode-only stages (most of its microbatches) must
+    not set the price of a microbatch carrying a piece."""
+    tr = TileResidual(tiles=4, weight=0.5)
+    piece, decode_only = BatchShape(((500, 100),), 20), BatchShape((), 100, 40_000)  # tile 1
+    tr.update(decode_only, 10.0, 12.0)  # +2 ms
+    # no piece measured yet: a piece borrows the decode-only mean, the tile is not its own
+    assert tr.correct(piece, 15.0) == 17.0 and not tr.measured(1, prefill=True)
+    tr.update(piece, 15.0, 19.0)  # +4 ms
+    for _ in range(20):
+        tr.update(decode_only, 10.0, 12.0)
+    assert tr.correct(piece, 15.0) == pytest.approx(15.0 + 4.0 * tr.forgetting**20)
+    assert tr.correct(decode_only, 10.0) == pytest.approx(12.0, abs=0.01)
+    assert tr.measured(1, prefill=True) and tr.measured(1, prefill=False)
+    assert tr.correct_scan([120, 120], [15.0, 10.0], [True, False]) == [
+        tr.correct(piece, 15.0), tr.correct(decode_only, 10.0)]
+
+
 def test_the_unmeasured_size_above_the_choice_is_priced_at_its_lower_bound():
     tr = TileResidual(tiles=8)
     tr.update(BatchShape(((0, 120),), 8), 20.0, 20.0)  # tile 1 ran
@@ -307,7 +325,8 @@ def test_tile_residual():
     assert tr.correct(BatchShape(((0, 8000),)), 50.0) == 40.0
     shapes = [small, big, huge, BatchShape(((0, 200),), 40, 9000), BatchShape((), 7, 700)]
     predicted = [10.0, 20.0, 30.0, 40.0, 50.0]  # the scan form: one call, same shifts
-    assert tr.correct_scan([s.batched_tokens for s in shapes], predicted) == [
+    assert tr.correct_scan([s.batched_tokens for s in shapes], predicted,
+                           [bool(s.prefill) for s in shapes]) == [
         tr.correct(s, ms) for s, ms in zip(shapes, predicted, strict=True)]
     with pytest.raises(ValueError):
         TileResidual(weight=0.0)

@@ -124,7 +124,7 @@ def test_the_tile_residual_shifts_only_formula_scans():
 
     alp = ALPredictor(PROFILE)
     prequential_mape(alp, random.Random(6), 300, 0)
-    def shifted(tokens, ms):  # a residual no scan could miss
+    def shifted(tokens, ms, pieces):  # a residual no scan could miss
         return [m + 1000.0 for m in ms]
 
     inside = predict_costs(alp, (16, 64, 128), BatchModel.PLAIN, 300, 0, 0,
@@ -151,7 +151,7 @@ def test_the_candidate_scan_reads_the_same_batches_as_shapes():
         def __init__(self, alp):
             self.predict_many = alp.predict_many
 
-    def shifted(tokens, ms):  # the residual hook sees each batch's batched tokens
+    def shifted(tokens, ms, pieces):  # the residual hook sees each batch's tokens and kind
         return [m + t / 1000.0 for t, m in zip(tokens, ms, strict=True)]
 
     for seed, fitted in ((7, True), (8, False)):

@@ -86,13 +86,15 @@ def asking_slot_decodes(snap: ChunkSnapshot) -> tuple[int, int]:
 def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch: BatchModel,
                   prefix: int, decodes: int, decode_ctx: int, *,
                   decode_load: tuple[int, int] | None = None,
-                  correct: Callable[[Sequence[int], list[float]], list[float]] | None = None
+                  correct: Callable[[Sequence[int], list[float], Sequence[bool]], list[float]]
+                  | None = None
                   ) -> CandidateCosts:
     """Costs of every candidate; ``decode_load`` = (requests, context sum) of a decode-only
     microbatch to predict too; ``correct`` shifts the predictions, given each batch's batched
-    tokens (measured residuals of the profile-anchored formula: not applied when ALP's device
-    fit answered the scan). ALP reads the batches' sums (``predict_sums``), built here without
-    a BatchShape each; another predictor gets the shapes."""
+    tokens and whether it carries a prefill piece (measured residuals of the profile-anchored
+    formula: not applied when ALP's device fit answered the scan). ALP reads the batches' sums
+    (``predict_sums``), built here without a BatchShape each; another predictor gets the
+    shapes."""
     by_sums = getattr(predictor, "predict_sums", None)
     batch_of = piece_sums if by_sums is not None else piece_shape
     if batch is BatchModel.MIXED:  # a candidate at or below d carries no prefill
@@ -110,8 +112,10 @@ def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch:
         predicted, from_fit = list(predictor.predict_many(batches)), False
     if correct is not None and not from_fit:
         tokens = [p + decodes for p in prefill]
+        pieces = [p > 0 for p in prefill]
         if len(batches) > len(prefill):
             tokens.append(decode_load[0])  # type: ignore[index]
-        predicted = correct(tokens, predicted)
+            pieces.append(False)
+        predicted = correct(tokens, predicted, pieces)
     decode_ms = predicted.pop() if len(predicted) > len(candidates) else 0.0
     return CandidateCosts(candidates, prefill, tuple(predicted), decode_ms)
