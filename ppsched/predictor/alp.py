@@ -204,9 +204,8 @@ class ALPredictor:
         """(predictions, from the fit) for a scan of batches given by their sums (``shape_sums``;
         the candidate scan builds them without BatchShapes, ``piece_sums``): one model answers
         the whole scan -- the device fit only if every batch lies in its box, else the formula
-        for all. A scan
-        compares candidates; the fit for the seen sizes beside the formula for the unseen ones
-        would compare two models' biases across the box's edge."""
+        for all. A scan compares candidates; the fit for the seen sizes beside the formula for
+        the unseen ones would compare two models' biases across the box's edge."""
         if not self.use_fit:
             return self._formula(scan), False
         fitted = []
