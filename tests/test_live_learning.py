@@ -167,7 +167,30 @@ def report(run: Run, which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     print(f"  after {WARMUP}: ALP MAPE {alp.mean():.1f}% (median APE {np.median(alp):.1f}%, "
           f"median ALP/measured {np.median(ratio):.2f}), hindsight reference {ref.mean():.1f}%, "
           f"n={len(alp)}")
+    print_by_kind(stages[WARMUP:], alp, ref, ratio)
     return alp, ref, ratio
+
+
+def stage_kind(stage: dict) -> str:
+    """Where ALP's error comes from: decode-only stages by request count, prefills by whether
+    some piece is shorter than the largest candidate (here: a prompt's last piece)."""
+    if stage["mode"] == "decode":
+        return f"decode x{min(stage['decode_count'], 5)}{'+' if stage['decode_count'] > 4 else ''}"
+    short = any(extend < max(CANDIDATES) for _, extend in stage["prefill"])
+    return f"{stage['mode']}, {'a piece < ' if short else 'all pieces = '}{max(CANDIDATES)}"
+
+
+def print_by_kind(stages: list[dict], alp: np.ndarray, ref: np.ndarray,
+                  ratio: np.ndarray) -> None:
+    """One line per stage kind: rows, share of ALP's error, both MAPEs, medians (a failure's
+    output then says which stages ALP missed; the run's log is gone with the CI machine)."""
+    kinds = np.array([stage_kind(s) for s in stages])
+    measured = np.array([s["measured_ms"] for s in stages])
+    for kind in sorted(set(kinds)):
+        rows = kinds == kind
+        print(f"    {kind:26s} n={rows.sum():4d}  share of error {alp[rows].sum() / alp.sum():4.2f}"
+              f"  ALP {alp[rows].mean():5.1f}%  reference {ref[rows].mean():5.1f}%  median "
+              f"{np.median(measured[rows]):5.1f} ms, ALP/measured {np.median(ratio[rows]):.2f}")
 
 
 def test_alp_level_matches_the_server(plain):
