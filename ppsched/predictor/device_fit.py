@@ -9,11 +9,12 @@ it is a few percent) those priors hold the profile's shape against the data, and
 off the measured stages (issue 18).
 
 ``DeviceFit`` is the other estimate: recursive least squares with a shorter forgetting over seven
-features of the batch, in the device's milliseconds, with a weak prior -- what the measurements
-say and nothing else. ALP answers with it only where it is the better predictor of the stages
-just seen (``ALPredictor``: prequential error, each prediction scored before it is learned from)
-and only for batches inside the box of features it was trained on: outside the data it cannot
-extrapolate safely, and the profile-anchored prediction answers.
+features of the batch, predicting the device's milliseconds from a fit in relative error
+(``update``), with a weak prior -- what the measurements say and nothing else. ALP answers
+with it only where it is the better predictor of the stages just seen (``ALPredictor``:
+prequential error, each prediction scored before it is learned from) and only for batches
+inside the box of features it was trained on: outside the data it cannot extrapolate safely, and
+the profile-anchored prediction answers.
 """
 
 from __future__ import annotations
