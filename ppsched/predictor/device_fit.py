@@ -99,14 +99,15 @@ class DeviceFit:
 
         Least squares in relative error: the row is divided by the measured time, so a 4 ms
         decode's 10% miss weighs what a 12 ms prefill's does. A stage's jitter grows with its
-        length, and ALP is scored and used relatively (``alp_ape``, the candidates' ratios);
-        fitted in milliseconds the long stages' jitter set the shared weights and the most
-        frequent, shortest stages carried the misfit (live CPU logs: 1-decode stages
-        over-predicted by 14-21%; nine logs' MAPE 8.4-14.4% against 9.0-20.3%,
-        bench/predictor.md). Dividing by the measurement, not the expectation, biases the fit
-        low by about the squared relative jitter (~1% at 10%). In units of ``RELATIVE_NOISE``
-        the prior keeps its old weight: in units of the whole stage it outweighed the data
-        (a noiseless CPU-like device took ~2.5x the stages to learn its prefix term)."""
+        length (live CPU logs: 0.4-0.6 ms under 5 ms, 1.1-2.3 ms above) and ALP is scored and
+        used relatively (``alp_ape``, the candidates' ratios); fitted in milliseconds the long
+        stages' jitter set the shared weights and the most frequent, shortest stages carried
+        the misfit (1-decode stages over-predicted by 14-21%; seven replayed logs' MAPE
+        8.2-12.3% against 9.0-17.1%, bench/predictor.md). Dividing by the measurement, not
+        the expectation, can bias the fit low; with +-20% jitter the 1-decode median read 0.994
+        (tests/test_predictor_device_fit.py). In units of ``RELATIVE_NOISE`` the prior keeps
+        its old weight: in units of the whole stage it outweighed the data (a noiseless
+        CPU-like device was still 3.7% off after 200 stages)."""
         p = self.cov
         w = self.weights
         inv_y = 1.0 / (RELATIVE_NOISE * measured_ms)
