@@ -15,6 +15,7 @@ from ppsched.dcp.calibrate import TileResidual, explore_above
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
 from ppsched.dcp.rule_slo import (
+    KeptSizes,
     SloRule,
     first_late,
     kv_round_ms,
@@ -147,8 +148,8 @@ def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
                      queue=[waiting(1, 97.0, 500), waiting(2, 99.9, 200)])
     # the chunked request (500 ms waited: 1500 left), the late one (3 s: no deadline, but its
     # 500 tokens come first), the fresh one (100 ms waited) after all 1700 tokens
-    (left0, cum0), (left2, cum2) = queue_deadlines(snap, 2000.0)
-    assert (cum0, cum2) == (1000, 1700)
+    (left0, cum0, id0), (left2, cum2, id2) = queue_deadlines(snap, 2000.0)
+    assert (cum0, cum2, id0, id2) == (1000, 1700, 7, 2)
     assert left0 == pytest.approx(1500.0) and left2 == pytest.approx(1900.0)
     assert queue_deadlines(make_snap(), 2000.0) == []
 
@@ -156,18 +157,18 @@ def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
 def test_first_late_checks_every_deadline_without_the_arrivals_share():
     costs = CandidateCosts((256,), (256,), (20.0,), (0.0,))
     # 300 ms: (300 - 3 * 20) / 20 = 12 pieces of 256 = 3072 tokens; 100 ms: 2 pieces
-    assert first_late(costs, 0, [(300.0, 3072)], 4, 0.0) is None
-    assert first_late(costs, 0, [(300.0, 3073)], 4, 0.0) == 0
-    assert first_late(costs, 0, [(300.0, 1000), (100.0, 600)], 4, 0.0) == 1
+    assert first_late(costs, 0, [(300.0, 3072, 0)], 4, 0.0) is None
+    assert first_late(costs, 0, [(300.0, 3073, 0)], 4, 0.0) == 0
+    assert first_late(costs, 0, [(300.0, 1000, 0), (100.0, 600, 1)], 4, 0.0) == 1
     # 5 ms between microbatches that no stage shows: (300 - 75) / 25 = 9 pieces
-    assert first_late(costs, 0, [(300.0, 3072)], 4, 5.0) == 0
-    assert first_late(costs, 0, [(300.0, 9 * 256)], 4, 5.0) is None
+    assert first_late(costs, 0, [(300.0, 3072, 0)], 4, 5.0) == 0
+    assert first_late(costs, 0, [(300.0, 9 * 256, 0)], 4, 5.0) is None
     assert first_late(costs, 0, [], 4, 0.0) is None
     # the same as tokens_within_ms without arrivals, on a grid
     for left in range(0, 400, 7):
         for cum in range(1, 4000, 97):
             within = tokens_within_ms(costs, 0, float(left), 4)
-            assert (first_late(costs, 0, [(float(left), cum)], 4, 0.0) is None) == \
+            assert (first_late(costs, 0, [(float(left), cum, 0)], 4, 0.0) is None) == \
                 (within >= cum)
 
 
@@ -192,6 +193,49 @@ def test_the_least_size_that_brings_the_queue_in_time_past_the_tpot_price():
     # nothing brings 9000 tokens within 300 ms (at most 6912): the price's choice
     far = make_snap(queue=[waiting(0, 100.0, 9000)], decodes=ELSEWHERE)
     assert mixed_ctl(tight).decide(far).chunk_tokens == 640
+
+
+def test_an_escalation_is_kept_until_its_request_is_served():
+    """Re-planned from the TPOT price at every decision, an escalated prompt went back to the
+    price's size as soon as it was just in time again, and reached its first token at its
+    deadline: late on any error of the drain (32B sharegpt SLO 0.4, bench/dcp.md session 15)."""
+    tight = Slo(300.0, 100.0)
+    ctl = mixed_ctl(tight)
+    first = ctl.decide(make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE))
+    assert (first.chunk_tokens, first.reason) == (1152, "ttft:least-in-time")
+    # two pieces later, 66 ms on: 4196 tokens left, 234 ms; the price's 640 brings it in time
+    # again (7 pieces + 3 crossings of 22.8 ms = 228 ms), and the rule keeps 1152 for it
+    later = waiting(0, 100.0, 6500, remaining=6500 - 2 * 1152)
+    again = make_snap(iteration=8, now_s=100.066, chunked=later, decodes=ELSEWHERE)
+    assert mixed_ctl(tight).decide(again).reason == "slo:max-supply"  # without the escalation
+    kept = ctl.decide(again)
+    assert (kept.chunk_tokens, kept.reason) == (1152, "ttft:kept")
+    assert dict(kept.inputs)["tpot_choice"] == 640.0
+    # TPOT the tighter SLO (P90 95 of 100 ms, TTFT 150 of 300): not spent on TTFT
+    tpot_bound = replace(again, iteration=16, recent_ttft_ms=(150.0,) * 10,
+                         recent_tpot_ms=(95.0,) * 10)
+    assert ctl.decide(tpot_bound).reason == "slo:max-supply"
+    ttft_bound = replace(tpot_bound, iteration=24, recent_ttft_ms=(290.0,) * 10)
+    assert ctl.decide(ttft_bound).reason == "ttft:kept"
+    # past the KV budget (a 100.5 ms round fills the cache), the kept size is not taken
+    full = replace(again, iteration=32, recent_stage_ms=(20.0,) * 8,
+                   kv_free_tokens=100_000 - round(100_000 * 80 / 100.5))
+    assert ctl.decide(full).chunk_tokens == 640
+    # served (it left the queue): forgotten, the price's size for the next request
+    nxt = make_snap(iteration=40, now_s=100.3, queue=[waiting(1, 100.3, 1000)], decodes=ELSEWHERE)
+    assert (ctl.decide(nxt).chunk_tokens, ctl.decide(nxt).reason) == (640, "slo:max-supply")
+
+
+def test_kept_sizes_keep_the_largest_per_request_and_forget_the_served():
+    kept = KeptSizes()
+    snap = make_snap(queue=[waiting(3, 99.0, 500), waiting(4, 99.5, 800)])
+    assert kept.largest(snap) == 0
+    kept.keep(3, 384)
+    kept.keep(3, 256)  # a later, smaller escalation does not lower it
+    kept.keep(4, 512)
+    assert kept.largest(snap) == 512
+    assert kept.largest(make_snap(queue=[waiting(3, 99.0, 500)])) == 384  # 4 served
+    assert kept.largest(make_snap()) == 0 and kept.largest(snap) == 0  # forgotten
 
 
 def test_kv_round_ms():

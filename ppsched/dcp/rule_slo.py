@@ -39,6 +39,16 @@ the slot that runs it lasts at least pp * s(c).
   arrivals after it (no rho), and each microbatch also waits rank 0's time that no stage time
   shows (the measured round's excess over its stages, per microbatch). A request already past
   its SLO_TTFT sets no deadline.
+- An escalation is kept until the request it was for (the one the size below brings late) has
+  left the queue: until then the price's choice is raised to it ("ttft:kept"), within the KV
+  budget, and the check goes on from there. Re-planned from the price at every decision, an
+  escalated prompt went back to the price's size as soon as it was just in time again, so it
+  reached its first token at its deadline and any error of the drain made it late (32B sharegpt
+  at SLO 0.4, 0.5 req/s: the decisions during the long prompts' drains took 128 in 63%, half of
+  those prompts came late; bench/dcp.md, session 15). Kept only while the recent P90 TTFT is at
+  least as close to its SLO as the recent P90 TPOT to its own: a kept size spends TPOT on TTFT,
+  and where TPOT is the tighter one it pushed P90 TPOT over (32B azure-conv at SLO 0.4, 2.0 req/s:
+  81 ms over 80, with P90 TTFT at 596 of 800 ms).
 - Held for a round and more: a pipeline's microbatches cross the same stages one after
   another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
   every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
@@ -66,7 +76,7 @@ stage times are the only inputs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -82,8 +92,10 @@ from ppsched.dcp.candidate_costs import (
 )
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
+from ppsched.dcp.signals import percentile
 
 INF = float("inf")
+SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
 
 
 def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
@@ -102,11 +114,12 @@ def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
     return max(0, pieces) * p
 
 
-def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, int]]:
-    """(ms left before SLO_TTFT, prompt tokens up to and including it) for every queued request
-    still in time, FCFS (the chunked request first; the view's oldest requests): it has its first
-    token only when everything ahead of it has been prefilled. Requests already late count in
-    the tokens ahead of the others but set no deadline (nothing can bring them in time)."""
+def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, int, int]]:
+    """(ms left before SLO_TTFT, prompt tokens up to and including it, its req_id) for every
+    queued request still in time, FCFS (the chunked request first; the view's oldest requests):
+    it has its first token only when everything ahead of it has been prefilled. Requests already
+    late count in the tokens ahead of the others but set no deadline (nothing can bring them in
+    time)."""
     late_ms = 1000.0 * snap.now_s - ttft_ms  # a request that arrived before it is late
     out = []
     cum = 0
@@ -114,12 +127,12 @@ def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, in
         cum += q.remaining_prompt_tokens
         left = 1000.0 * q.arrival_s - late_ms
         if left > 0:
-            out.append((left, cum))
+            out.append((left, cum, q.req_id))
     return out
 
 
-def first_late(costs: CandidateCosts, i: int, deadlines: list[tuple[float, int]], pp: int,
-               gap_ms: float, hint: int | None = None) -> int | None:
+def first_late(costs: CandidateCosts, i: int, deadlines: list[tuple[float, int, int]],
+               pp: int, gap_ms: float, hint: int | None = None) -> int | None:
     """The first request of ``deadlines`` (``queue_deadlines``) that candidate i brings to its
     first token late, None if it brings every one in time: ``tokens_within_ms`` without the
     arrivals' share (in FCFS a request that arrives later is prefilled after it), each
@@ -132,10 +145,10 @@ def first_late(costs: CandidateCosts, i: int, deadlines: list[tuple[float, int]]
     # tokens_within_ms(left) >= cum  <=>  floor((left - (pp - 1) s) / s) >= ceil(cum / p)
     s = costs.stage_ms[i] + gap_ms
     if hint is not None:
-        left, cum = deadlines[hint]
+        left, cum, _ = deadlines[hint]
         if left < s * (-(-cum // p) + pp - 1):
             return hint
-    for j, (left, cum) in enumerate(deadlines):
+    for j, (left, cum, _) in enumerate(deadlines):
         if left < s * (-(-cum // p) + pp - 1):
             return j
     return None
@@ -158,6 +171,26 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     return round_ms * snap.kv_total_tokens / used
 
 
+class KeptSizes:
+    """The sizes the deadline check escalated to, each kept until the request it was chosen for
+    has left the queue (its last piece launched, or it was rejected): ``SloRule._in_time``."""
+
+    def __init__(self) -> None:
+        self._size: dict[int, int] = {}  # req_id -> the chunk tokens its escalation chose
+
+    def keep(self, req_id: int, chunk: int) -> None:
+        self._size[req_id] = max(chunk, self._size.get(req_id, 0))
+
+    def largest(self, snap: ChunkSnapshot) -> int:
+        """The largest size kept for a request still queued, 0 if none; forgets the others."""
+        if not self._size:
+            return 0
+        queued = {q.req_id for q in waiting_fcfs(snap)}
+        for req_id in [r for r in self._size if r not in queued]:
+            del self._size[req_id]
+        return max(self._size.values(), default=0)
+
+
 @dataclass(frozen=True)
 class SloRule:
     slo: Slo
@@ -165,6 +198,7 @@ class SloRule:
     predictor: StagePredictor
     residual: TileResidual
     rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
+    kept: KeptSizes = field(default_factory=KeptSizes)  # escalations, until their request is served
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
@@ -186,9 +220,17 @@ class SloRule:
 
     def _in_time(self, snap: ChunkSnapshot, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
+        if not choice.reason.startswith(("slo:", "tpot-tight")):
+            return choice  # the nothing-decodes plan: no TPOT price to raise
+        price, inputs = choice.index, (
+            *choice.inputs, ("tpot_choice", float(costs.candidates[choice.index])))
+        kept = self.kept.largest(snap) if self._ttft_is_tighter(snap) else 0
+        if kept in costs.candidates:
+            i = costs.candidates.index(kept)
+            if i > price and costs.stage_ms[i] * self.pp <= kv_round:
+                choice = Choice(i, "ttft:kept", costs, inputs)
         nxt = choice.index + 1
-        if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round \
-                or not choice.reason.startswith(("slo:", "tpot-tight")):
+        if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
             return choice  # nothing larger within the KV budget: nothing to check
         deadlines = queue_deadlines(snap, self.slo.ttft_ms)
         gap = self._round_gap_ms(snap)
@@ -198,11 +240,21 @@ class SloRule:
         for i in range(nxt, len(costs.prefill)):
             if costs.stage_ms[i] * self.pp > kv_round:
                 break  # a full cache stalls admission: no size past the KV budget
+            needs = late  # the request the size below brings late: this size is for it
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
-                return Choice(i, "ttft:least-in-time", costs, (
-                    *choice.inputs, ("tpot_choice", float(costs.candidates[choice.index]))))
+                self.kept.keep(deadlines[needs][2], costs.candidates[i])
+                return Choice(i, "ttft:least-in-time", costs, inputs)
         return choice
+
+    def _ttft_is_tighter(self, snap: ChunkSnapshot) -> bool:
+        """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
+        to its own (True until both are measured): a kept size spends TPOT on TTFT."""
+        ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
+        tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
+        if ttft is None or tpot is None:
+            return True
+        return ttft / self.slo.ttft_ms >= tpot / self.slo.tpot_ms
 
     def _round_gap_ms(self, snap: ChunkSnapshot) -> float:
         """Rank 0's time between two microbatches that no stage time shows: the measured
