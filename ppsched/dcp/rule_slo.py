@@ -171,6 +171,13 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     return round_ms * snap.kv_total_tokens / used
 
 
+def _raised(priced: Choice, i: int, reason: str) -> Choice:
+    """Candidate i instead of the TPOT price's choice, which the inputs record."""
+    costs = priced.costs
+    return Choice(i, reason, costs, (
+        *priced.inputs, ("tpot_choice", float(costs.candidates[priced.index]))))
+
+
 class KeptSizes:
     """The sizes the deadline check escalated to, each kept until the request it was chosen for
     has left the queue (its last piece launched, or it was rejected): ``SloRule._in_time``."""
@@ -222,13 +229,12 @@ class SloRule:
                  choice: Choice) -> Choice:
         if not choice.reason.startswith(("slo:", "tpot-tight")):
             return choice  # the nothing-decodes plan: no TPOT price to raise
-        price, inputs = choice.index, (
-            *choice.inputs, ("tpot_choice", float(costs.candidates[choice.index])))
-        kept = self.kept.largest(snap) if self._ttft_is_tighter(snap) else 0
-        if kept in costs.candidates:
+        priced = choice
+        kept = self.kept.largest(snap)
+        if kept and kept in costs.candidates and self._ttft_is_tighter(snap):
             i = costs.candidates.index(kept)
-            if i > price and costs.stage_ms[i] * self.pp <= kv_round:
-                choice = Choice(i, "ttft:kept", costs, inputs)
+            if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
+                choice = _raised(priced, i, "ttft:kept")
         nxt = choice.index + 1
         if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
             return choice  # nothing larger within the KV budget: nothing to check
@@ -244,7 +250,7 @@ class SloRule:
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
                 self.kept.keep(deadlines[needs][2], costs.candidates[i])
-                return Choice(i, "ttft:least-in-time", costs, inputs)
+                return _raised(priced, i, "ttft:least-in-time")
         return choice
 
     def _ttft_is_tighter(self, snap: ChunkSnapshot) -> bool:
