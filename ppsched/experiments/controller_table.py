@@ -80,10 +80,13 @@ def table_lines(rows: dict[Key, dict[str, dict]]) -> list[str]:
 
 ISSUE_SCALES = (1.0, 0.8, 0.6, 0.4)
 CONTROLLER_ROLES = (
-    "Development (the rule was designed and changed on them): azure-conv, both models, and "
-    "azure-code on qwen2.5-14b (since session 4's tie-rule attempt). Held out (measured for the "
-    "report only): azure-code on qwen2.5-32b, sharegpt, summarization and mooncake-synthetic "
-    "(capped at 8192 tokens, the issue's own check).")
+    "Development (the rule was designed and changed on them): azure-conv on both models, "
+    "azure-code on both (qwen2.5-14b since session 4's tie-rule attempt, qwen2.5-32b since "
+    "session 9) and sharegpt on qwen2.5-32b (since session 7). Never used to shape a rule "
+    "change: summarization and mooncake-synthetic (capped at 8192 tokens, the issue's own "
+    "check) on both models, sharegpt on qwen2.5-14b; every group was screened before each "
+    "change of sessions 8-15 was adopted, so those decisions saw them (bench/dcp.md, "
+    "\"Held-out discipline\").")
 
 
 def controller_section(out: Path) -> list[str]:
