@@ -226,6 +226,32 @@ def test_an_escalation_is_kept_until_its_request_is_served():
     assert (ctl.decide(nxt).chunk_tokens, ctl.decide(nxt).reason) == (640, "slo:max-supply")
 
 
+def test_the_price_is_eased_while_tpot_is_the_tighter_slo():
+    """At the price's top every round costs TPOT that a slack TTFT does not need (14B azure-code
+    at SLO 1: P90 TPOT 201 of 200 ms, TTFT 1,313 of 2,000; bench/dcp.md session 16)."""
+    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
+    grid = tuple(range(128, 2049, 128))
+    fresh = [waiting(0, 100.0, 3000)]
+    tpot_bound = dict(decodes=ELSEWHERE, ttft=(500.0,) * 10, tpot=(190.0,) * 10)
+    # the price admits 1920; TPOT 0.95 of its SLO, TTFT 0.25: the least size that brings the
+    # queue in time, 128 (24 pieces + 3 crossings of 12.56 ms = 339 ms < 2000)
+    eased = rule.choose(make_snap(queue=fresh, **tpot_bound), grid, 0.0)
+    assert (grid[eased.index], eased.reason) == (128, "tpot:least-in-time")
+    assert dict(eased.inputs)["tpot_choice"] == 1920.0
+    # and that keeps up with the arriving prompt tokens: 12 tok/ms, more than 128's supply
+    # (10.2), less than 256's (16.9)
+    busy = rule.choose(make_snap(queue=fresh, **tpot_bound), grid, 12_000.0)
+    assert grid[busy.index] == 256
+    # 300 ms left before the TTFT SLO: 128 brings it late (339 ms), 256 in time (15 x 15.12)
+    old = [waiting(0, 98.3, 3000)]
+    assert grid[rule.choose(make_snap(queue=old, **tpot_bound), grid, 0.0).index] == 256
+    # TTFT the tighter (1,900 of 2,000 ms), or either P90 unknown: the price's choice
+    for ttft, tpot in (((1900.0,) * 10, (190.0,) * 10), ((), (190.0,) * 10), ((500.0,), ())):
+        snap = make_snap(queue=fresh, decodes=ELSEWHERE, ttft=ttft, tpot=tpot)
+        kept = rule.choose(snap, grid, 0.0)
+        assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
+
+
 def test_kept_sizes_keep_the_largest_per_request_and_forget_the_served():
     kept = KeptSizes()
     snap = make_snap(queue=[waiting(3, 99.0, 500), waiting(4, 99.5, 800)])

@@ -49,6 +49,14 @@ the slot that runs it lasts at least pp * s(c).
   least as close to its SLO as the recent P90 TPOT to its own: a kept size spends TPOT on TTFT,
   and where TPOT is the tighter one it pushed P90 TPOT over (32B azure-conv at SLO 0.4, 2.0 req/s:
   81 ms over 80, with P90 TTFT at 596 of 800 ms).
+- The mirror case: while the recent P90 TPOT is the closer to its SLO, the price's choice is
+  eased to the least size below it that keeps up with the arriving prompt tokens (supply above
+  the measured arrival rate) and still brings every queued request in time
+  ("tpot:least-in-time"). At the price's top every round of a slot whose microbatches all carry
+  a piece costs what the price allows, and where outputs are short a request's TPOT is those few
+  rounds: the most efficient size then spends TPOT on a TTFT margin the SLO does not need
+  (14B azure-code at SLO 1, 9.44 req/s: P90 TPOT 200.8 ms over 200, P90 TTFT 1,313 of 2,000;
+  bench/dcp.md, session 16).
 - Held for a round and more: a pipeline's microbatches cross the same stages one after
   another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
   every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
@@ -171,7 +179,7 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     return round_ms * snap.kv_total_tokens / used
 
 
-def _raised(priced: Choice, i: int, reason: str) -> Choice:
+def _instead(priced: Choice, i: int, reason: str) -> Choice:
     """Candidate i instead of the TPOT price's choice, which the inputs record."""
     costs = priced.costs
     return Choice(i, reason, costs, (
@@ -216,6 +224,7 @@ class SloRule:
                                self.rounds.mean_round_ms)
         choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
         choice = self._in_time(snap, costs, kv_round, choice)
+        choice = self._eased(snap, costs, arrival_tok_s, choice)
         # the size above the choice, never run (or not lately): tried once if, at its lower
         # bound, the rule would take it
         explored = explore_above(self.residual, costs, choice.index, d_reqs)
@@ -234,7 +243,7 @@ class SloRule:
         if kept and kept in costs.candidates and self._ttft_is_tighter(snap):
             i = costs.candidates.index(kept)
             if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
-                choice = _raised(priced, i, "ttft:kept")
+                choice = _instead(priced, i, "ttft:kept")
         nxt = choice.index + 1
         if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
             return choice  # nothing larger within the KV budget: nothing to check
@@ -250,12 +259,34 @@ class SloRule:
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
                 self.kept.keep(deadlines[needs][2], costs.candidates[i])
-                return _raised(priced, i, "ttft:least-in-time")
+                return _instead(priced, i, "ttft:least-in-time")
+        return choice
+
+    def _eased(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
+               choice: Choice) -> Choice:
+        """The least size below the price's choice that keeps up with the arriving prompt
+        tokens and brings every queued request in time, while the recent P90 TPOT is closer to
+        its SLO than the recent P90 TTFT to its own: the price's choice then spends TPOT on a
+        TTFT margin the SLO does not need."""
+        if choice.index == 0 or not choice.reason.startswith("slo:") \
+                or self._ttft_is_tighter(snap):
+            return choice
+        deadlines = queue_deadlines(snap, self.slo.ttft_ms)
+        gap = self._round_gap_ms(snap)
+        arrival_tok_ms = arrival_tok_s / 1000.0
+        late = None
+        for i in range(choice.index):
+            if costs.prefill[i] <= 0 or costs.supply(i) <= arrival_tok_ms:
+                continue
+            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
+            if late is None:
+                return _instead(choice, i, "tpot:least-in-time")
         return choice
 
     def _ttft_is_tighter(self, snap: ChunkSnapshot) -> bool:
         """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
-        to its own (True until both are measured): a kept size spends TPOT on TTFT."""
+        to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
+        one TTFT on TPOT."""
         ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
         tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
         if ttft is None or tpot is None:
