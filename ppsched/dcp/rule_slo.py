@@ -52,11 +52,12 @@ the slot that runs it lasts at least pp * s(c).
 - The mirror case: while the recent P90 TPOT is the closer to its SLO, the price's choice is
   eased to the least size below it that keeps up with the arriving prompt tokens (supply above
   the measured arrival rate) and still brings every queued request in time
-  ("tpot:least-in-time"). At the price's top every round of a slot whose microbatches all carry
-  a piece costs what the price allows, and where outputs are short a request's TPOT is those few
-  rounds: the most efficient size then spends TPOT on a TTFT margin the SLO does not need
-  (14B azure-code at SLO 1, 9.44 req/s: P90 TPOT 200.8 ms over 200, P90 TTFT 1,313 of 2,000;
-  bench/dcp.md, session 16).
+  ("tpot:least-in-time"). The price lets every round cost up to SLO_TPOT, and the most efficient
+  size within it then spends TPOT on a TTFT margin the SLO does not need. Measured on 14B
+  azure-code at SLO 1, 9.44 req/s (median output 13 tokens: a request's TPOT is a dozen rounds):
+  the price's choice ran 1152-1280 in 52% of decisions, P90 TPOT 200.7 ms over 200 with P90 TTFT
+  1,348 of 2,000; eased (256-640 in 89%), 112.8 and 1,573, for 5% more stage-0 time in pieces
+  (bench/dcp.md, session 16).
 - Held for a round and more: a pipeline's microbatches cross the same stages one after
   another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
   every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
