@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -224,8 +225,9 @@ class SloRule:
         kv_round = kv_round_ms(snap, self.pp, None if self.rounds is None else
                                self.rounds.mean_round_ms)
         choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
-        choice = self._in_time(snap, costs, kv_round, choice)
-        choice = self._eased(snap, costs, arrival_tok_s, choice)
+        queue = _DecisionQueue(self, snap)
+        choice = self._in_time(queue, costs, kv_round, choice)
+        choice = self._eased(queue, costs, arrival_tok_s, choice)
         # the size above the choice, never run (or not lately): tried once if, at its lower
         # bound, the rule would take it
         explored = explore_above(self.residual, costs, choice.index, d_reqs)
@@ -235,21 +237,20 @@ class SloRule:
                 return Choice(trial.index, trial.reason + ":explore", trial.costs, trial.inputs)
         return choice
 
-    def _in_time(self, snap: ChunkSnapshot, costs: CandidateCosts, kv_round: float,
+    def _in_time(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
         if not choice.reason.startswith(("slo:", "tpot-tight")):
             return choice  # the nothing-decodes plan: no TPOT price to raise
         priced = choice
-        kept = self.kept.largest(snap)
-        if kept and kept in costs.candidates and self._ttft_is_tighter(snap):
+        kept = self.kept.largest(queue.snap)
+        if kept and kept in costs.candidates and queue.ttft_is_tighter:
             i = costs.candidates.index(kept)
             if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
                 choice = _instead(priced, i, "ttft:kept")
         nxt = choice.index + 1
         if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
             return choice  # nothing larger within the KV budget: nothing to check
-        deadlines = queue_deadlines(snap, self.slo.ttft_ms)
-        gap = self._round_gap_ms(snap)
+        deadlines, gap = queue.deadlines, queue.gap_ms
         late = first_late(costs, choice.index, deadlines, self.pp, gap)
         if late is None:
             return choice
@@ -263,17 +264,15 @@ class SloRule:
                 return _instead(priced, i, "ttft:least-in-time")
         return choice
 
-    def _eased(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
+    def _eased(self, queue: _DecisionQueue, costs: CandidateCosts, arrival_tok_s: float,
                choice: Choice) -> Choice:
         """The least size below the price's choice that keeps up with the arriving prompt
         tokens and brings every queued request in time, while the recent P90 TPOT is closer to
         its SLO than the recent P90 TTFT to its own: the price's choice then spends TPOT on a
         TTFT margin the SLO does not need."""
-        if choice.index == 0 or not choice.reason.startswith("slo:") \
-                or self._ttft_is_tighter(snap):
+        if choice.index == 0 or not choice.reason.startswith("slo:") or queue.ttft_is_tighter:
             return choice
-        deadlines = queue_deadlines(snap, self.slo.ttft_ms)
-        gap = self._round_gap_ms(snap)
+        deadlines, gap = queue.deadlines, queue.gap_ms
         arrival_tok_ms = arrival_tok_s / 1000.0
         late = None
         for i in range(choice.index):
@@ -283,25 +282,6 @@ class SloRule:
             if late is None:
                 return _instead(choice, i, "tpot:least-in-time")
         return choice
-
-    def _ttft_is_tighter(self, snap: ChunkSnapshot) -> bool:
-        """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
-        to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
-        one TTFT on TPOT."""
-        ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
-        tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
-        if ttft is None or tpot is None:
-            return True
-        return ttft / self.slo.ttft_ms >= tpot / self.slo.tpot_ms
-
-    def _round_gap_ms(self, snap: ChunkSnapshot) -> float:
-        """Rank 0's time between two microbatches that no stage time shows: the measured
-        round's excess over pp * the mean recent stage, per microbatch (0 until measured)."""
-        stages = snap.recent_stage_ms
-        round_ms = None if self.rounds is None else self.rounds.mean_round_ms
-        if round_ms is None or not stages:
-            return 0.0
-        return max(0.0, round_ms / self.pp - sum(stages) / len(stages))
 
     def _select(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
                 d_reqs: int, kv_round: float) -> Choice:
@@ -335,3 +315,38 @@ class SloRule:
         return Choice(idx, reason, costs, (
             ("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
             ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs))))
+
+
+class _DecisionQueue:
+    """What the deadline check and the ease both read in one decision, each computed at most
+    once (the queue scan, the round's gap, the gate's two percentiles)."""
+
+    def __init__(self, rule: SloRule, snap: ChunkSnapshot) -> None:
+        self.rule = rule
+        self.snap = snap
+
+    @cached_property
+    def deadlines(self) -> list[tuple[float, int, int]]:
+        return queue_deadlines(self.snap, self.rule.slo.ttft_ms)
+
+    @cached_property
+    def gap_ms(self) -> float:
+        """Rank 0's time between two microbatches that no stage time shows: the measured
+        round's excess over pp * the mean recent stage, per microbatch (0 until measured)."""
+        rounds, stages, pp = self.rule.rounds, self.snap.recent_stage_ms, self.rule.pp
+        round_ms = None if rounds is None else rounds.mean_round_ms
+        if round_ms is None or not stages:
+            return 0.0
+        return max(0.0, round_ms / pp - sum(stages) / len(stages))
+
+    @cached_property
+    def ttft_is_tighter(self) -> bool:
+        """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
+        to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
+        one TTFT on TPOT."""
+        slo = self.rule.slo
+        ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
+        tpot = percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
+        if ttft is None or tpot is None:
+            return True
+        return ttft / slo.ttft_ms >= tpot / slo.tpot_ms
