@@ -10,7 +10,8 @@ groups=("$@")
 if [ ${#groups[@]} -eq 0 ]; then
   groups=(qwen2.5-32b:sharegpt qwen2.5-32b:azure-code qwen2.5-32b:summarization
           qwen2.5-14b:sharegpt qwen2.5-14b:azure-code qwen2.5-14b:summarization
-          qwen2.5-32b:mooncake-synthetic:8192 qwen2.5-14b:mooncake-synthetic:8192)
+          qwen2.5-32b:mooncake-synthetic:8192 qwen2.5-14b:mooncake-synthetic:8192
+          qwen2.5-32b:sharegpt-short qwen2.5-14b:sharegpt-short)
 fi
 for g in "${groups[@]}"; do
   IFS=: read -r model workload cap <<<"$g"

@@ -193,3 +193,29 @@ def test_resample_draws_lengths_from_every_row_per_seed():
     assert [r.arrival_s for r in a.requests] == [r.arrival_s for r in plain.requests]
     with pytest.raises(UserError, match="Poisson"):
         load_workload("azure-conv", resample=True)
+
+
+def test_sharegpt_short_keeps_the_short_prompt_rows_in_file_order():
+    table = read_trace(data_dir() / CATALOG["sharegpt"].file, "lengths")
+    keep = table.prompt_tokens <= 1024
+    wl = load_workload("sharegpt-short", rate=4.0)
+    _, prompt, output = wl.arrays()
+    assert len(wl) == int(keep.sum()) == 11129
+    np.testing.assert_array_equal(prompt, table.prompt_tokens[keep])
+    np.testing.assert_array_equal(output, table.output_tokens[keep])
+    assert any("11129 of the file's 30731 rows" in n for n in wl.notes)
+    sampled = load_workload("sharegpt-short", rate=4.0, num_requests=500, seed=2, resample=True)
+    assert max(r.prompt_tokens for r in sampled.requests) <= 1024
+
+
+def test_prompt_filter_keeps_rows_together_and_refuses_an_empty_set():
+    from ppsched.traces.load import _prompts_up_to
+    from ppsched.traces.readers import TraceTable
+
+    table = TraceTable("t", "mooncake", np.array([10, 900, 30]), np.array([1, 2, 3]),
+                       np.array([0.0, 1.0, 2.0]), ((1,), (2, 3), (4,)))
+    short = _prompts_up_to(table, 100)
+    assert short.prompt_tokens.tolist() == [10, 30] and short.output_tokens.tolist() == [1, 3]
+    assert short.arrival_s.tolist() == [0.0, 2.0] and short.prefix_block_ids == ((1,), (4,))
+    with pytest.raises(UserError, match="at most 5 tokens"):
+        _prompts_up_to(table, 5)

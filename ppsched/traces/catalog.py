@@ -15,6 +15,7 @@ class Entry:
     file: str | None  # relative to the data directory
     fmt: str | None  # 'azure' | 'lengths' | 'mooncake'; None for synthetic
     swap: bool = False  # swap prompt and output lengths
+    max_prompt_tokens: int | None = None  # keep only the rows whose prompt is at most this
     prompt_range: tuple[int, int] | None = None  # synthetic: inclusive uniform range
     output_range: tuple[int, int] | None = None
     notes: tuple[str, ...] = ()
@@ -30,6 +31,11 @@ CATALOG: dict[str, Entry] = {e.name: e for e in (
           notes=("Azure LLM inference trace 2023, code (CC-BY 4.0)",)),
     Entry("sharegpt", "traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv", "lengths",
           notes=("ShareGPT lengths (llama2 tokenizer) from sarathi-serve (Apache-2.0)",)),
+    Entry("sharegpt-short", "traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv", "lengths",
+          max_prompt_tokens=1024,
+          notes=("ShareGPT lengths (llama2 tokenizer) from sarathi-serve (Apache-2.0)",
+                 "only the rows with prompts of at most 1024 tokens: the short-prompt, "
+                 "decode-heavy ShareGPT that serving benchmarks sample")),
     Entry("summarization", "traces/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv",
           "lengths", notes=(_SUMMARY_NOTE,)),
     Entry("summarization-reversed",

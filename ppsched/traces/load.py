@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,19 @@ def _block_ids(table: TraceTable | None, index: np.ndarray, prompt: np.ndarray, 
     return [rows[i][:-(-int(p) // BLOCK_TOKENS)] for i, p in zip(index, prompt, strict=True)]
 
 
+def _prompts_up_to(table: TraceTable, limit: int) -> TraceTable:
+    """The rows of ``table`` whose prompt has at most ``limit`` tokens, in file order."""
+    keep = table.prompt_tokens <= limit
+    if not keep.any():
+        raise UserError(f"{table.path}: no row has a prompt of at most {limit} tokens")
+    ids = table.prefix_block_ids
+    return replace(table, prompt_tokens=table.prompt_tokens[keep],
+                   output_tokens=table.output_tokens[keep],
+                   arrival_s=None if table.arrival_s is None else table.arrival_s[keep],
+                   prefix_block_ids=None if ids is None else
+                   tuple(b for b, k in zip(ids, keep, strict=True) if k))
+
+
 def _source(name: str | None, trace_file: str | None, trace_format: str | None,
             data_dir: str | None) -> tuple[str, str, Entry]:
     """(workload name, source description, catalog-like entry) for a name or a user file."""
@@ -129,6 +143,12 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
             raise UserError("--window-min and --speedup apply to --replay only, not to --rate")
     wl_name, source, entry = _source(name, trace_file, trace_format, data_dir)
     table: TraceTable | None = read_trace(source, entry.fmt) if entry.fmt else None
+    notes = list(entry.notes)
+    if table is not None and entry.max_prompt_tokens is not None:
+        rows = len(table)
+        table = _prompts_up_to(table, entry.max_prompt_tokens)
+        notes.append(f"{len(table)} of the file's {rows} rows (prompts of at most "
+                     f"{entry.max_prompt_tokens} tokens)")
     timestamped = table is not None and table.arrival_s is not None
     if rate is None:
         if not timestamped:
@@ -139,7 +159,6 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
 
     arr_seq, len_seq = np.random.SeedSequence(seed).spawn(2)
     len_rng = np.random.default_rng(len_seq)
-    notes = list(entry.notes)
     if replay:
         assert table is not None and table.arrival_s is not None
         times = replay_arrivals(table.arrival_s, window_min=window_min, speedup=speedup)
