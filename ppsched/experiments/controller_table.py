@@ -85,7 +85,9 @@ CONTROLLER_ROLES = (
     "session 9) and sharegpt on qwen2.5-32b (since session 7). Never used to shape a rule "
     "change: summarization and mooncake-synthetic (capped at 8192 tokens, the issue's own "
     "check) on both models, sharegpt on qwen2.5-14b; every group was screened before each "
-    "change of sessions 8-16 was adopted, so those decisions saw them (bench/dcp.md, "
+    "change of sessions 8-16 was adopted, so those decisions saw them. sharegpt-short (the "
+    "ShareGPT file's prompts of at most 1024 tokens) on both models was added in session 17, "
+    "after session 16's rule, and measured once: no decision saw it (bench/dcp.md, "
     "\"Held-out discipline\").")
 
 
