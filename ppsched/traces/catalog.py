@@ -23,6 +23,7 @@ class Entry:
 
 _SUMMARY_NOTE = ("arXiv summarization lengths (llama2 tokenizer) stand in for CNN/DailyMail: "
                  "no public CNN/DailyMail length file exists")
+_SHAREGPT_NOTE = "ShareGPT lengths (llama2 tokenizer) from sarathi-serve (Apache-2.0)"
 
 CATALOG: dict[str, Entry] = {e.name: e for e in (
     Entry("azure-conv", "traces/AzureLLMInferenceTrace_conv.csv", "azure",
@@ -30,12 +31,11 @@ CATALOG: dict[str, Entry] = {e.name: e for e in (
     Entry("azure-code", "traces/AzureLLMInferenceTrace_code.csv", "azure",
           notes=("Azure LLM inference trace 2023, code (CC-BY 4.0)",)),
     Entry("sharegpt", "traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv", "lengths",
-          notes=("ShareGPT lengths (llama2 tokenizer) from sarathi-serve (Apache-2.0)",)),
+          notes=(_SHAREGPT_NOTE,)),
     Entry("sharegpt-short", "traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv", "lengths",
           max_prompt_tokens=1024,
-          notes=("ShareGPT lengths (llama2 tokenizer) from sarathi-serve (Apache-2.0)",
-                 "only the rows with prompts of at most 1024 tokens: the short-prompt, "
-                 "decode-heavy ShareGPT that serving benchmarks sample")),
+          notes=(_SHAREGPT_NOTE, "the short-prompt, decode-heavy ShareGPT that serving "
+                 "benchmarks sample")),
     Entry("summarization", "traces/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv",
           "lengths", notes=(_SUMMARY_NOTE,)),
     Entry("summarization-reversed",
