@@ -242,42 +242,14 @@ def test_the_price_is_eased_while_tpot_is_the_tighter_slo():
     # (10.2), less than 256's (16.9)
     busy = rule.choose(make_snap(queue=fresh, **tpot_bound), grid, 12_000.0)
     assert grid[busy.index] == 256
-    # waited 1,700 ms: due at 0.95 x 2,000 (TPOT's share, below), 200 ms left: 128 brings it
-    # late (339 ms), 256 too (15 x 15.12 = 227), 384 in time (11 x 17.68 = 194)
+    # 300 ms left before the TTFT SLO: 128 brings it late (339 ms), 256 in time (15 x 15.12)
     old = [waiting(0, 98.3, 3000)]
-    assert grid[rule.choose(make_snap(queue=old, **tpot_bound), grid, 0.0).index] == 384
+    assert grid[rule.choose(make_snap(queue=old, **tpot_bound), grid, 0.0).index] == 256
     # TTFT the tighter (1,900 of 2,000 ms), or either P90 unknown: the price's choice
     for ttft, tpot in (((1900.0,) * 10, (190.0,) * 10), ((), (190.0,) * 10), ((500.0,), ())):
         snap = make_snap(queue=fresh, decodes=ELSEWHERE, ttft=ttft, tpot=tpot)
         kept = rule.choose(snap, grid, 0.0)
         assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
-
-
-def test_an_eased_size_spends_ttft_only_down_to_tpots_share_of_its_slo():
-    """Eased to the least size that was just in time by SLO_TTFT, a burst of long prompts came
-    late (14B mooncake at SLO 0.6, 2.0 req/s: 128-256 while P90 TPOT sat at 0.70 of its SLO,
-    last-quarter P90 TTFT 1,207 of 1,200 ms; bench/dcp.md session 18)."""
-    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
-    grid = tuple(range(128, 2049, 128))
-    # P90 TPOT 120 of 200 ms (0.6), TTFT 500 of 2,000 (0.25): TPOT the tighter, eased
-    shares = dict(decodes=ELSEWHERE, ttft=(500.0,) * 10, tpot=(120.0,) * 10)
-
-    def eased(arrival_s: float) -> int:
-        choice = rule.choose(make_snap(queue=[waiting(0, arrival_s, 3000)], **shares), grid, 0.0)
-        assert choice.reason == "tpot:least-in-time"
-        return grid[choice.index]
-
-    assert eased(100.0) == 128  # fresh: 339 ms, within 0.6 x 2,000 = 1,200
-    # waited 1,000 ms: 200 left before 1,200 (the SLO's 2,000 would have left 1,000, 128's
-    # 339 ms in it): 384 brings it in 194 ms
-    assert eased(99.0) == 384
-    # waited 1,300 ms, past 1,200: due by the SLO's 2,000, 700 ms left, 128 in time
-    assert eased(98.7) == 128
-    # the deadlines themselves: the target where it is ahead, the SLO past it
-    # (the oldest, past the SLO itself, sets none but counts ahead of the others)
-    snap = make_snap(queue=[waiting(3, 97.9, 10), waiting(2, 98.7, 500), waiting(1, 99.0, 1000)])
-    assert [(round(left), cum, rid) for left, cum, rid in queue_deadlines(snap, 2000.0, 1200.0)] \
-        == [(700, 510, 2), (200, 1510, 1)]
 
 
 def test_kept_sizes_keep_the_largest_per_request_and_forget_the_served():

@@ -57,12 +57,7 @@ the slot that runs it lasts at least pp * s(c).
   azure-code at SLO 1, 9.44 req/s (median output 13 tokens: a request's TPOT is a dozen rounds):
   the price's choice ran 1152-1280 in 52% of decisions, P90 TPOT 200.7 ms over 200 with P90 TTFT
   1,348 of 2,000; eased (256-640 in 89%), 112.8 and 1,573, for 5% more stage-0 time in pieces
-  (bench/dcp.md, session 16). "In time" for the ease is the share of SLO_TTFT that the recent
-  P90 TPOT is of SLO_TPOT (a request that has waited longer: SLO_TTFT itself): the ease trades
-  TTFT's slack for TPOT's and stops where the two are alike. Just in time by SLO_TTFT, it took
-  128-256 at the start of a burst of 8k-token prompts whose tail then came late (14B mooncake at
-  SLO 0.6, 2.0 req/s: last-quarter P90 TTFT 1,207 of 1,200 ms with P90 TPOT at 0.70 of its SLO;
-  1,131 with the share; bench/dcp.md, session 18).
+  (bench/dcp.md, session 16).
 - Held for a round and more: a pipeline's microbatches cross the same stages one after
   another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
   every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
@@ -129,22 +124,18 @@ def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
     return max(0, pieces) * p
 
 
-def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float, target_ms: float | None = None
-                    ) -> list[tuple[float, int, int]]:
+def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, int, int]]:
     """(ms left before SLO_TTFT, prompt tokens up to and including it, its req_id) for every
     queued request still in time, FCFS (the chunked request first; the view's oldest requests):
     it has its first token only when everything ahead of it has been prefilled. Requests already
     late count in the tokens ahead of the others but set no deadline (nothing can bring them in
-    time). ``target_ms`` (at most ``ttft_ms``): a request that has waited less than it is due
-    there instead, one past it still by SLO_TTFT."""
-    now_ms = 1000.0 * snap.now_s
-    target = ttft_ms if target_ms is None else target_ms
+    time)."""
+    late_ms = 1000.0 * snap.now_s - ttft_ms  # a request that arrived before it is late
     out = []
     cum = 0
     for q in waiting_fcfs(snap):
         cum += q.remaining_prompt_tokens
-        waited = now_ms - 1000.0 * q.arrival_s
-        left = target - waited if waited < target else ttft_ms - waited
+        left = 1000.0 * q.arrival_s - late_ms
         if left > 0:
             out.append((left, cum, q.req_id))
     return out
@@ -276,13 +267,12 @@ class SloRule:
     def _eased(self, queue: _DecisionQueue, costs: CandidateCosts, arrival_tok_s: float,
                choice: Choice) -> Choice:
         """The least size below the price's choice that keeps up with the arriving prompt
-        tokens and brings every queued request in time by TPOT's share of SLO_TTFT
-        (``eased_deadlines``), while the recent P90 TPOT is closer to its SLO than the recent
-        P90 TTFT to its own: the price's choice then spends TPOT on a TTFT margin the SLO does
-        not need."""
+        tokens and brings every queued request in time, while the recent P90 TPOT is closer to
+        its SLO than the recent P90 TTFT to its own: the price's choice then spends TPOT on a
+        TTFT margin the SLO does not need."""
         if choice.index == 0 or not choice.reason.startswith("slo:") or queue.ttft_is_tighter:
             return choice
-        deadlines, gap = queue.eased_deadlines, queue.gap_ms
+        deadlines, gap = queue.deadlines, queue.gap_ms
         arrival_tok_ms = arrival_tok_s / 1000.0
         late = None
         for i in range(choice.index):
@@ -350,29 +340,13 @@ class _DecisionQueue:
         return max(0.0, round_ms / pp - sum(stages) / len(stages))
 
     @cached_property
-    def eased_deadlines(self) -> list[tuple[float, int, int]]:
-        """The deadlines an eased size must keep: TTFT may use its slack only down to TPOT's,
-        so a queued request is due at the share of SLO_TTFT that the recent P90 TPOT is of
-        SLO_TPOT (one that has waited longer, still by SLO_TTFT)."""
-        slo = self.rule.slo
-        share = min(1.0, self._p90_shares[1])
-        return queue_deadlines(self.snap, slo.ttft_ms, share * slo.ttft_ms)
-
-    @cached_property
-    def _p90_shares(self) -> tuple[float, float]:
-        """The recent P90 TTFT and P90 TPOT as shares of their SLOs (nan until measured)."""
-        slo = self.rule.slo
-        ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
-        tpot = percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
-        return (math.nan if ttft is None else ttft / slo.ttft_ms,
-                math.nan if tpot is None else tpot / slo.tpot_ms)
-
-    @cached_property
     def ttft_is_tighter(self) -> bool:
         """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
         to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
         one TTFT on TPOT."""
-        ttft, tpot = self._p90_shares
-        if math.isnan(ttft) or math.isnan(tpot):
+        slo = self.rule.slo
+        ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
+        tpot = percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
+        if ttft is None or tpot is None:
             return True
-        return ttft >= tpot
+        return ttft / slo.ttft_ms >= tpot / slo.tpot_ms
