@@ -81,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     rates, seeds = parse_floats(args.rates, "--rates"), parse_seeds(args.seeds)
     keys = parse_policies(args.policies)
-    (scale,) = parse_floats(str(args.slo_scale), "--slo-scale")
+    scales = parse_floats(args.slo_scale, "--slo-scale")
+    if len(scales) != 1:
+        raise UserError(f"--slo-scale {args.slo_scale!r}: expected one scale")
+    scale = scales[0]
     if not (args.factor >= 1):
         raise UserError(f"--factor {args.factor}: expected >= 1 (the search's window or longer)")
     setup = Setup(model=args.model)

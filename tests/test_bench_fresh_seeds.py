@@ -28,6 +28,8 @@ def test_seeds_the_goodput_method_uses_or_none_are_refused(text):
 
 @pytest.mark.parametrize("argv", [
     ["--workload", "sharegpt", "--slo-scale", "0", "--rates", "1", "--policies", "predictive"],
+    ["--workload", "sharegpt", "--slo-scale", "0.4,0.6", "--rates", "1", "--policies",
+     "predictive"],
     ["--workload", "sharegpt", "--slo-scale", "0.4", "--rates", "-1", "--policies", "predictive"],
     ["--workload", "sharegpt", "--slo-scale", "0.4", "--rates", "1", "--policies", "nope"],
     ["--workload", "sharegpt", "--slo-scale", "0.4", "--rates", "1", "--policies", "predictive",
