@@ -40,6 +40,7 @@ pytestmark = [pytest.mark.live,
 CANDIDATES = (8, 16, 32, 64, 128)
 WARMUP = 100  # stage-0 iterations before ALP's errors count (profile eval's default)
 LOOSE_TPOT_MS = 60_000.0  # no chunk can miss it
+TIGHT_FRACTION = 0.25  # of the loose run's predicted round for the largest chunk (see `tight`)
 PORTS = range(30000, 31000)  # this test's ports: below the OS's ephemeral range (32768+)
 
 
@@ -114,13 +115,17 @@ def loose(model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tight(model, loose, tmp_path_factory):
-    # Tight = half the round the loose run's largest chunk was predicted to need (median over
-    # its decisions): derived from this box's own speed, so it is tight on any machine load.
+    # Tight = a quarter of the round the loose run's largest chunk was predicted to need
+    # (median over its decisions): derived from this box's own speed. A quarter, not a half: the
+    # box's speed drifts between two servers -- on one CI run the tight server ran ~2.4x faster
+    # (measured TPOT mean 53 vs 131 ms, both at 128), ALP there predicted 128 within half the
+    # loose round, and the "tight" SLO was not tight. A quarter stays below 128's round through
+    # a 4x drift; where no candidate fits, the rule takes the least stage (the smallest chunk).
     periods = [r["inputs"]["period_ms"] for r in loose.rank0("decision")
                if r["chunk"] == max(CANDIDATES)]
     assert periods, "the loose run never chose the largest candidate"
-    return serve(model, tmp_path_factory.mktemp("tight"), 0.5 * float(np.median(periods)),
-                 mixed=True)
+    tpot_slo_ms = TIGHT_FRACTION * float(np.median(periods))
+    return serve(model, tmp_path_factory.mktemp("tight"), tpot_slo_ms, mixed=True)
 
 
 def ape(predicted: float, measured: float) -> float:
