@@ -88,7 +88,9 @@ CONTROLLER_ROLES = (
     "change of sessions 8-16 was adopted, so those decisions saw them. sharegpt-short (the "
     "ShareGPT file's prompts of at most 1024 tokens) on both models was added in session 17, "
     "after session 16's rule, and measured once: no decision saw it (bench/dcp.md, "
-    "\"Held-out discipline\").")
+    "\"Held-out discipline\"). Session 20's change (the P90 prompt's floor) was screened on "
+    "fresh seeds at cells of 32B summarization, 32B sharegpt-short, 14B summarization and "
+    "both mooncake groups before adoption, so that decision saw them too.")
 
 
 def controller_section(out: Path) -> list[str]:
