@@ -7,8 +7,8 @@ SLO_TTFT even with nothing ahead of them: measured, 32B sharegpt at SLO 0.4 (800
 TPOT) took 128 in 70% of its decisions (4 s(256) = 95 ms > 80), and its P90 TTFT sat at the SLO
 at every rate while a fixed 256 held it (bench/dcp.md, sessions 19 and 20). The deadline check
 (``SloRule._in_time``) raises the size only for the queue of the moment, when a long prompt is
-already waiting; the floor is the same drain model for the prompt lengths the SLO's percentile
-is made of.
+already waiting; the floor applies its drain model (without the gap on the crossing stages) to
+the prompt lengths the SLO's percentile is made of.
 
 The prompts: each queued request's uncached prompt tokens, taken when the rule first sees it,
 over as many recent requests as the snapshot carries recent TTFT samples (the most it has
@@ -58,7 +58,9 @@ def prompt_floor(costs: CandidateCosts, prompt_tokens: float, pp: int, gap_ms: f
     """The least candidate within the KV budget (pp stages fit ``kv_round_ms``) that brings a
     prompt of ``prompt_tokens`` to its first token within ``ttft_ms`` with nothing ahead of it:
     ceil(L / p) microbatches of a stage and rank 0's gap each, the last one pp - 1 more stages
-    to cross the pipeline (``rule_slo.first_late``'s drain). None when none does."""
+    to cross the pipeline. ``rule_slo.first_late``'s drain also charges the gap to those pp - 1
+    crossing stages; this one does not (as measured: the probe and the re-measure ran this
+    form). None when none does."""
     for i, (p, stage) in enumerate(zip(costs.prefill, costs.stage_ms, strict=True)):
         if stage * pp > kv_round_ms:
             return None  # a full cache stalls admission: no size past the KV budget
