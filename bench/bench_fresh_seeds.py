@@ -3,6 +3,7 @@
 Usage: .venv/bin/python bench/bench_fresh_seeds.py --model qwen2.5-32b --workload sharegpt \
            --slo-scale 0.4 --rates 0.69,0.72338 --policies predictive,static-256 \
            [--max-context 8192] [--seeds 3000-3005] [--factor 4] [--jobs 2] [--cache DIR]
+           [--search-seeds]   (allow the goodput method's own seeds: to replay its verdicts)
 
 Each (policy, rate, seed) is one run of ``ppsched goodput``'s own run spec and verdict
 (``experiments.goodput.run_spec``, ``metrics.steady.verdict``: P90 TTFT/TPOT over the window,
@@ -37,9 +38,9 @@ from ppsched.experiments.workload_spec import WorkloadSpec  # noqa: E402
 from ppsched.metrics.steady import verdict  # noqa: E402
 
 
-def parse_seeds(text: str) -> list[int]:
+def parse_seeds(text: str, search_seeds: bool = False) -> list[int]:
     """'3000-3005' or '3000,3007': seeds the goodput method never uses (its searches take
-    0..99, its checks 1000.. and 2000..)."""
+    0..99, its checks 1000.. and 2000..); with ``search_seeds``, those too."""
     try:
         if "-" in text:
             lo, hi = (int(x) for x in text.split("-", 1))
@@ -49,6 +50,10 @@ def parse_seeds(text: str) -> list[int]:
     except ValueError:
         raise UserError(f"--seeds {text!r}: expected 'A-B' or a comma-separated list of "
                         "integers") from None
+    if search_seeds:
+        if not seeds:  # a minus sign reads as a range, so no seed here is negative
+            raise UserError(f"--seeds {text!r}: expected at least one seed")
+        return seeds
     used = [s for s in seeds if s < 100 or VERIFY_SEED_OFFSET <= s < VERIFY_SEED_OFFSET + 100
             or CONFIRM_SEED_OFFSET <= s < CONFIRM_SEED_OFFSET + 100]
     if not seeds or used:
@@ -67,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", required=True)
     ap.add_argument("--policies", required=True)
     ap.add_argument("--seeds", default="3000-3005")
+    # diagnosis, not a fresh check: replay the search's or the 4x check's own verdicts at any
+    # rate (e.g. --search-seeds --seeds 0-2 --factor 1), to see where a search landed and why
+    ap.add_argument("--search-seeds", action="store_true")
     ap.add_argument("--factor", type=float, default=4.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cache", default="results/cache")
@@ -79,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    rates, seeds = parse_floats(args.rates, "--rates"), parse_seeds(args.seeds)
+    rates, seeds = parse_floats(args.rates, "--rates"), parse_seeds(args.seeds, args.search_seeds)
     keys = parse_policies(args.policies)
     scales = parse_floats(args.slo_scale, "--slo-scale")
     if len(scales) != 1:
@@ -94,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"# {args.model} {args.workload} max_context={args.max_context} SLO x{scale:g} "
           f"(P90 TTFT {slo.ttft_ms:g} / TPOT {slo.tpot_ms:g} ms), warm-up {window.warmup_s:g} s, "
           f"window {window.measure_s:g} s, cool-down {window.cooldown_s:g} s, "
-          f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)})")
+          f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)})"
+          + (" -- the goodput method's own seeds: its verdicts, not a fresh check"
+             if args.search_seeds else ""))
     with Runner(args.cache, jobs=args.jobs) as runner:
         futures = {(key, rate, seed): runner.submit(RunTask(
             make_config(get_policy(key), replace(setup, seed=seed), slo=slo),

@@ -28,4 +28,8 @@ if __name__ == "__main__":
     args = parser.parse_args()
     scales = None if args.all_scales else ISSUE_SCALES
     paths = [d / "goodput.csv" for d in args.out_dirs]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        parser.error(f"no goodput.csv in {', '.join(missing)}: expected `ppsched goodput` "
+                     "output folders")
     print("\n".join(table_lines(read_rows(paths, scales))))

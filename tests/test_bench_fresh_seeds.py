@@ -26,6 +26,13 @@ def test_seeds_the_goodput_method_uses_or_none_are_refused(text):
         bench.parse_seeds(text)
 
 
+def test_search_seeds_only_when_asked():
+    assert bench.parse_seeds("0-2", search_seeds=True) == [0, 1, 2]
+    assert bench.parse_seeds("1000,3000", search_seeds=True) == [1000, 3000]
+    with pytest.raises(UserError, match="at least one seed"):
+        bench.parse_seeds("5-2", search_seeds=True)
+
+
 @pytest.mark.parametrize("argv", [
     ["--workload", "sharegpt", "--slo-scale", "0", "--rates", "1", "--policies", "predictive"],
     ["--workload", "sharegpt", "--slo-scale", "0.4,0.6", "--rates", "1", "--policies",
