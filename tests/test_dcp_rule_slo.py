@@ -202,6 +202,29 @@ def test_the_price_is_eased_while_tpot_is_the_tighter_slo():
         assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
 
 
+def test_the_ease_waits_until_the_measured_tpot_says_the_price_would_overrun():
+    """TPOT the closer SLO (100 of 200 ms against TTFT's 500 of 2,000) is not enough: the ease
+    acts only when the recent P90 TPOT, scaled from the recent mean stage to the price's choice,
+    passes SLO_TPOT (14B mooncake-synthetic at SLO 0.6: eased to 128-256 at a burst's start with
+    P90 TPOT at 63% of its limit; bench/dcp.md, session 24)."""
+    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
+    grid = tuple(range(128, 2049, 128))
+    fresh = [waiting(0, 100.0, 3000)]
+    gate_open = dict(queue=fresh, decodes=ELSEWHERE, ttft=(500.0,) * 10, tpot=(100.0,) * 10,
+                     kv_free=90_000)  # the KV cache far from binding at these stages
+    # recent stages at 1920's own 48.4 ms: 100 ms scales to 100, within 200: the price stands
+    kept = rule.choose(make_snap(stage_ms=(48.4,) * 10, **gate_open), grid, 0.0)
+    assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
+    # recent stages of 20 ms: 1920 would take P90 TPOT to 100 x 48.4 / 20 = 242 ms: eased
+    eased = rule.choose(make_snap(stage_ms=(20.0,) * 10, **gate_open), grid, 0.0)
+    assert (grid[eased.index], eased.reason) == (128, "tpot:least-in-time")
+    # either side of the line: 100 x 48.4 / 24.3 = 199.2 stands, / 24.1 = 200.8 is eased
+    under = rule.choose(make_snap(stage_ms=(24.3,) * 10, **gate_open), grid, 0.0)
+    assert grid[under.index] == 1920
+    over = rule.choose(make_snap(stage_ms=(24.1,) * 10, **gate_open), grid, 0.0)
+    assert grid[over.index] == 128
+
+
 def test_kept_sizes_keep_the_largest_per_request_and_forget_the_served():
     kept = KeptSizes()
     snap = make_snap(queue=[waiting(3, 99.0, 500), waiting(4, 99.5, 800)])

@@ -90,7 +90,10 @@ CONTROLLER_ROLES = (
     "after session 16's rule, and measured once: no decision saw it (bench/dcp.md, "
     "\"Held-out discipline\"). Session 20's change (the P90 prompt's floor) was screened on "
     "fresh seeds at cells of 32B summarization, 32B sharegpt-short, 14B summarization and "
-    "both mooncake groups before adoption, so that decision saw them too.")
+    "both mooncake groups before adoption, so that decision saw them too. Session 24's change "
+    "(the TPOT ease only where the scaled P90 TPOT passes the price's budget) was found on "
+    "14B mooncake-synthetic and screened on fresh seeds at 14 cells of every group but 32B "
+    "mooncake-synthetic and 14B sharegpt-short before adoption (bench/dcp.md, \"Session 24\").")
 
 
 def controller_section(out: Path) -> list[str]:
