@@ -371,30 +371,30 @@ class _DecisionQueue:
         return queue_deadlines(self.snap, self.rule.slo.ttft_ms)
 
     @cached_property
+    def mean_stage_ms(self) -> float | None:
+        stages = self.snap.recent_stage_ms
+        return sum(stages) / len(stages) if stages else None
+
+    @cached_property
+    def p90_tpot_ms(self) -> float | None:
+        return percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
+
+    @cached_property
     def gap_ms(self) -> float:
         """Rank 0's time between two microbatches that no stage time shows: the measured
         round's excess over pp * the mean recent stage, per microbatch (0 until measured)."""
-        rounds, stages, pp = self.rule.rounds, self.snap.recent_stage_ms, self.rule.pp
+        rounds, mean_stage = self.rule.rounds, self.mean_stage_ms
         round_ms = None if rounds is None else rounds.mean_round_ms
-        if round_ms is None or not stages:
+        if round_ms is None or mean_stage is None:
             return 0.0
-        return max(0.0, round_ms / pp - sum(stages) / len(stages))
-
-    @cached_property
-    def _recent_p90_tpot_and_stage(self) -> tuple[float, float] | None:
-        tpot = percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
-        stages = self.snap.recent_stage_ms
-        if tpot is None or not stages:
-            return None
-        return tpot, sum(stages) / len(stages)
+        return max(0.0, round_ms / self.rule.pp - mean_stage)
 
     def scaled_tpot_ms(self, stage_ms: float) -> float | None:
         """The recent P90 TPOT had every microbatch cost ``stage_ms``: scaled by it over the
         recent mean stage, each with the round's gap (None until both are measured)."""
-        measured = self._recent_p90_tpot_and_stage
-        if measured is None:
+        tpot, mean_stage = self.p90_tpot_ms, self.mean_stage_ms
+        if tpot is None or mean_stage is None:
             return None
-        tpot, mean_stage = measured
         return tpot * (stage_ms + self.gap_ms) / (mean_stage + self.gap_ms)
 
     @cached_property
@@ -404,7 +404,7 @@ class _DecisionQueue:
         one TTFT on TPOT."""
         slo = self.rule.slo
         ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
-        tpot = percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
+        tpot = self.p90_tpot_ms
         if ttft is None or tpot is None:
             return True
         return ttft / slo.ttft_ms >= tpot / slo.tpot_ms
