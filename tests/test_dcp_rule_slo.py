@@ -14,14 +14,8 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.rule_slo import (
-    KeptSizes,
-    SloRule,
-    first_late,
-    kv_round_ms,
-    queue_deadlines,
-    tokens_within_ms,
-)
+from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
+from ppsched.dcp.rule_slo import KeptSizes, SloRule, kv_round_ms
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -90,6 +84,32 @@ def test_kv_bound_budget_from_littles_law():
     roomy = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=90_000, kv_total=100_000,
                       decodes=ELSEWHERE)
     assert mixed_ctl().decide(roomy).reason == "slo:max-supply"
+
+
+def test_a_kv_budget_that_cannot_keep_up_gives_way_to_the_least_size_that_does():
+    # mean stage 20 ms: round 80 ms; 90% of the KV in use: the cache fills at an 88.9 ms round,
+    # 4 (10 + 0.02 c) <= 88.9 -> c <= 611 -> 512, whose supply is 512 / 20.24 = 25.3 tokens/ms
+    snap = make_snap(queue=[waiting(0, 100.0, 500)], stage_ms=(20.0,) * 8, kv_free=10_000,
+                     kv_total=100_000, decodes=ELSEWHERE)
+    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
+    sizes = tuple(range(128, 2049, 128))
+
+    def chunk(arrival_tok_s: float) -> tuple[int, str]:
+        d = rule.choose(snap, sizes, arrival_tok_s)
+        return d.costs.candidates[d.index], d.reason
+
+    assert chunk(20_000.0) == (512, "slo:max-supply:kv-bound")  # 512 keeps up: the KV's choice
+    # prompts arrive at 30 tokens/ms: 512 falls behind and its queue would grow without end;
+    # 640 (28.1) does too, 768 (30.3) keeps up, within the SLO's 200 ms round (4 x 25.4 ms)
+    d = rule.choose(snap, sizes, 30_000.0)
+    assert (d.costs.candidates[d.index], d.reason) == (768, "slo:keep-up")
+    assert dict(d.inputs)["kv_choice"] == 512.0
+    # no size within SLO_TPOT keeps up with 60 tokens/ms (1920's 39.7 is the most): the KV's
+    assert chunk(60_000.0) == (512, "slo:max-supply:kv-bound")
+    # where the SLO binds, not the KV, the price's choice is already the greatest supply
+    roomy = replace(snap, kv_free_tokens=90_000)
+    d = rule.choose(roomy, sizes, 60_000.0)
+    assert (d.costs.candidates[d.index], d.reason) == (1920, "slo:max-supply")
 
 
 def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():

@@ -58,7 +58,7 @@ def prompt_floor(costs: CandidateCosts, prompt_tokens: float, pp: int, gap_ms: f
     """The least candidate within the KV budget (pp stages fit ``kv_round_ms``) that brings a
     prompt of ``prompt_tokens`` to its first token within ``ttft_ms`` with nothing ahead of it:
     ceil(L / p) microbatches of a stage and rank 0's gap each, the last one pp - 1 more stages
-    to cross the pipeline. ``rule_slo.first_late``'s drain also charges the gap to those pp - 1
+    to cross the pipeline. ``queue_drain.first_late``'s drain also charges the gap to those pp - 1
     crossing stages; this one does not (as measured: the probe and the re-measure ran this
     form). None when none does."""
     for i, (p, stage) in enumerate(zip(costs.prefill, costs.stage_ms, strict=True)):

@@ -28,6 +28,16 @@ the slot that runs it lasts at least pp * s(c).
   neighbour: every tile above the measured ones, each in turn, cost the pipeline a cascade of
   trials up the ladder whenever their tiles expired.
 - None fits: the candidate with the least stage time, the smallest ("tpot-tight:least-stage").
+- Keeping up before the KV budget: where the KV binds and its budget leaves only sizes whose
+  supply is at or below the measured arrival rate of prompt tokens, the queue grows for as long
+  as that lasts, a certain TTFT miss, where the budget's is a forecast (Little's law at the KV
+  in use of the moment) and a full cache stalls admission only until decodes free their KV. The
+  rule then takes the least size within SLO_TPOT whose supply exceeds the arrival rate
+  ("slo:keep-up"); none does: the budget's choice. Measured on 32B sharegpt at SLO 0.8, 1.83
+  req/s, with 95-99% of the KV in use in a burst the budget flipped 256 and 128 (~100 prefill
+  tokens beside ~25 decodes, less than the prompt tokens arriving) and P90 TTFT reached 4.6 s
+  where a fixed 256 kept 1.8 s; with the rule 6 of 10 fresh seeds held it, 7 with keep-up
+  (bench/dcp.md, session 25).
 - The P90 prompt's floor (``prompt_floor``): the price's choice is raised to the least size
   within the KV budget at which the recent P90 prompt, with nothing ahead of it, reaches its
   first token within SLO_TTFT ("slo:p90-prompt"). The deadline check sees only the queue of the
@@ -100,7 +110,6 @@ stage times are the only inputs.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -117,68 +126,13 @@ from ppsched.dcp.candidate_costs import (
     waiting_fcfs,
 )
 from ppsched.dcp.prompt_floor import RecentPrompts, prompt_floor
+from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.signals import percentile
 
 INF = float("inf")
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
-
-
-def tokens_within_ms(costs: CandidateCosts, i: int, limit_ms: float, pp: int,
-                     arrival_tok_ms: float = 0.0) -> int:
-    """The most queued prompt tokens candidate i brings to their first token within
-    ``limit_ms`` while prompt tokens keep arriving at ``arrival_tok_ms`` per ms: Q tokens take
-    ceil(Q / p) microbatches of s on stage 0, stretched by 1 / (1 - rho) (rho = arrival / supply,
-    the share of stage 0 the arrivals take at this chunk), and the last one pp - 1 more stages
-    to cross the pipeline. 0 when the candidate carries no prefill or cannot keep up."""
-    p = costs.prefill[i]
-    supply = costs.supply(i)
-    if p <= 0 or supply <= arrival_tok_ms:
-        return 0
-    s = costs.stage_ms[i]
-    pieces = math.floor((limit_ms - (pp - 1) * s) * (1.0 - arrival_tok_ms / supply) / s)
-    return max(0, pieces) * p
-
-
-def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, int, int]]:
-    """(ms left before SLO_TTFT, prompt tokens up to and including it, its req_id) for every
-    queued request still in time, FCFS (the chunked request first; the view's oldest requests):
-    it has its first token only when everything ahead of it has been prefilled. Requests already
-    late count in the tokens ahead of the others but set no deadline (nothing can bring them in
-    time)."""
-    late_ms = 1000.0 * snap.now_s - ttft_ms  # a request that arrived before it is late
-    out = []
-    cum = 0
-    for q in waiting_fcfs(snap):
-        cum += q.remaining_prompt_tokens
-        left = 1000.0 * q.arrival_s - late_ms
-        if left > 0:
-            out.append((left, cum, q.req_id))
-    return out
-
-
-def first_late(costs: CandidateCosts, i: int, deadlines: list[tuple[float, int, int]],
-               pp: int, gap_ms: float, hint: int | None = None) -> int | None:
-    """The first request of ``deadlines`` (``queue_deadlines``) that candidate i brings to its
-    first token late, None if it brings every one in time: ``tokens_within_ms`` without the
-    arrivals' share (in FCFS a request that arrives later is prefilled after it), each
-    microbatch taking ``gap_ms`` more than its stage. ``hint``: a request tried first, returned
-    if late (the one a smaller size brought late is most often late here too: a queue no size
-    brings in time then costs one test per size, not a scan)."""
-    p = costs.prefill[i]
-    if p <= 0:
-        return 0 if deadlines else None
-    # tokens_within_ms(left) >= cum  <=>  floor((left - (pp - 1) s) / s) >= ceil(cum / p)
-    s = costs.stage_ms[i] + gap_ms
-    if hint is not None:
-        left, cum, _ = deadlines[hint]
-        if left < s * (-(-cum // p) + pp - 1):
-            return hint
-    for j, (left, cum, _) in enumerate(deadlines):
-        if left < s * (-(-cum // p) + pp - 1):
-            return j
-    return None
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
@@ -353,9 +307,28 @@ class SloRule:
             # server: 128 below 8-64 under a 5.5 ms SLO); on the simulator the two agree
             idx = 0
             reason = "tpot-tight:least-stage"
-        return Choice(idx, reason, costs, (
-            ("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
-            ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs))))
+        inputs = (("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
+                  ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs)))
+        if kv_round < self.slo.tpot_ms:
+            kept_up = self._keeping_up(costs, idx, arrival_tok_s / 1000.0)
+            if kept_up is not None:
+                return Choice(kept_up, "slo:keep-up", costs, (
+                    *inputs, ("kv_choice", float(costs.candidates[idx]))))
+        return Choice(idx, reason, costs, inputs)
+
+    def _keeping_up(self, costs: CandidateCosts, idx: int, arrival_tok_ms: float
+                    ) -> int | None:
+        """The least size above candidate ``idx`` (the KV budget's choice) within SLO_TPOT
+        whose supply exceeds the arriving prompt tokens, when ``idx``'s does not; None when
+        ``idx`` keeps up or no size within SLO_TPOT does."""
+        if costs.supply(idx) > arrival_tok_ms:
+            return None
+        for i in range(idx + 1, len(costs.prefill)):
+            if costs.stage_ms[i] * self.pp > self.slo.tpot_ms:
+                return None
+            if costs.supply(i) > arrival_tok_ms:
+                return i
+        return None
 
 
 class _DecisionQueue:
