@@ -93,7 +93,10 @@ CONTROLLER_ROLES = (
     "both mooncake groups before adoption, so that decision saw them too. Session 24's change "
     "(the TPOT ease only where the scaled P90 TPOT passes the price's budget) was found on "
     "14B mooncake-synthetic and screened on fresh seeds at 14 cells of every group but 32B "
-    "mooncake-synthetic and 14B sharegpt-short before adoption (bench/dcp.md, \"Session 24\").")
+    "mooncake-synthetic and 14B sharegpt-short before adoption (bench/dcp.md, \"Session 24\"). "
+    "Session 25's change (where the KV budget falls behind the arriving prompt tokens, the "
+    "least size that keeps up) was found on 32B sharegpt at SLO 0.8 and screened on fresh "
+    "seeds at the same 14 cells before adoption (bench/dcp.md, \"Session 25\").")
 
 
 def controller_section(out: Path) -> list[str]:
