@@ -132,3 +132,18 @@ def test_alp_profile_reaches_only_the_policies_that_read_it_and_keys_on_its_byte
     assert before != RunTask(make_config(get_policy("predictive"), Setup()), SPEC).key
     profile.write_text('{"x": 2}')  # same path and size, other bytes: another run
     assert RunTask(config, SPEC).key != before
+
+
+def test_key_misses_when_a_model_folders_config_json_changes(tmp_path):
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    config = folder / "config.json"
+    config.write_text('{"hidden_size": 4096}')
+    w = SPEC.to_dict()
+    for model in (str(folder), str(config)):  # `--model` takes the folder or the file
+        cfg = RunConfig(chunk="static:512", model=model).to_dict()
+        before = run_key(cfg, w, "x")
+        config.write_text('{"hidden_size": 5120}')
+        assert run_key(cfg, w, "x") != before
+        config.write_text('{"hidden_size": 4096}')
+        assert run_key(cfg, w, "x") == before

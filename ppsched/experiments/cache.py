@@ -129,10 +129,21 @@ def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dic
     out["profiles"] = tree_hash(Path(resolve_data_dir(config.get("data_dir"))) / "profiles")
     if config.get("profile_path"):
         out["alp_profile"] = file_hash(config["profile_path"])
-    model = str(config.get("model", ""))
-    if model and Path(model).is_file():
-        out["model_file"] = file_hash(model)
+    model_file = _model_config_file(str(config.get("model", "")))
+    if model_file is not None:
+        out["model_file"] = file_hash(model_file)
     return out
+
+
+def _model_config_file(model: str) -> Path | None:
+    """The config.json a model argument names: the file itself or the one in its folder, as
+    load_model_config reads it (a folder's config.json counts too); None for a built-in name."""
+    if not model:
+        return None
+    path = Path(model)
+    if path.is_dir():
+        path = path / "config.json"
+    return path if path.is_file() else None
 
 
 def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None
