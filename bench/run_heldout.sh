@@ -4,6 +4,9 @@
 # workloads the controller was not developed on. azure-conv (development) is in make paper's
 # results/goodput/. Usage: bash bench/run_heldout.sh [GROUP ...]   GROUP = model:workload[:cap]
 # Output: results/heldout/<model>-<workload>/goodput.csv; table: bench/dcp_table.py.
+# A model may be a config.json folder (bench/models/*: models no rule was developed on); its folder
+# name names the output. OUT_ROOT (default results/heldout) and SLO_SCALES (default the issue's
+# 1.0,0.8,0.6,0.4) override.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 groups=("$@")
@@ -15,12 +18,12 @@ if [ ${#groups[@]} -eq 0 ]; then
 fi
 for g in "${groups[@]}"; do
   IFS=: read -r model workload cap <<<"$g"
-  out="results/heldout/${model}-${workload}"
+  out="${OUT_ROOT:-results/heldout}/$(basename "$model")-${workload}"
   extra=()
   if [ -n "${cap:-}" ]; then extra=(--max-context "$cap"); out="${out}-cap${cap}"; fi
   start=$(date +%s)
   .venv/bin/ppsched goodput --model "$model" --workload "$workload" "${extra[@]}" \
-    --slo-scales 1.0,0.8,0.6,0.4 --policies oracle-static,predictive,greedy,predictive-paper \
+    --slo-scales "${SLO_SCALES:-1.0,0.8,0.6,0.4}" --policies oracle-static,predictive,greedy,predictive-paper \
     --seeds 3 --verify --jobs "${JOBS:-2}" --no-progress --cache results/cache --out "$out"
-  echo "$g: $(( $(date +%s) - start )) s wall" | tee -a results/heldout/wall.txt
+  echo "$g: $(( $(date +%s) - start )) s wall" | tee -a "${OUT_ROOT:-results/heldout}/wall.txt"
 done
