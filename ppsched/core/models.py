@@ -54,15 +54,24 @@ BUILTIN_MODELS: dict[str, ModelConfig] = {
 }
 
 
+def model_config_file(name_or_path: str) -> Path | None:
+    """The config.json a model argument names (the file, or the one in its folder); None for a
+    built-in name or a path with no config.json. The run cache keys on this file's bytes."""
+    if not name_or_path or name_or_path.lower() in BUILTIN_MODELS:
+        return None
+    path = Path(name_or_path)
+    if path.is_dir():
+        path = path / "config.json"
+    return path if path.is_file() else None
+
+
 def load_model_config(name_or_path: str) -> ModelConfig:
     """A built-in name (case-insensitive) or a path to an HF ``config.json`` (or its folder)."""
     key = name_or_path.lower()
     if key in BUILTIN_MODELS:
         return BUILTIN_MODELS[key]
-    path = Path(name_or_path)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
+    path = model_config_file(name_or_path)
+    if path is None:
         raise UserError(f"unknown model {name_or_path!r}: expected one of "
                         f"{sorted(BUILTIN_MODELS)} or a path to an HF config.json")
     try:

@@ -115,6 +115,7 @@ def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dic
     directory's profiles/ (the cost model's input; resolved like the run resolves it, so
     $PPSCHED_DATA_DIR counts), ALP's profile JSON given by path and a model config.json given by
     path."""
+    from ppsched.core.models import model_config_file
     from ppsched.core.paths import data_dir as resolve_data_dir
     from ppsched.traces.catalog import CATALOG
 
@@ -129,21 +130,10 @@ def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dic
     out["profiles"] = tree_hash(Path(resolve_data_dir(config.get("data_dir"))) / "profiles")
     if config.get("profile_path"):
         out["alp_profile"] = file_hash(config["profile_path"])
-    model_file = _model_config_file(str(config.get("model", "")))
+    model_file = model_config_file(str(config.get("model", "")))
     if model_file is not None:
         out["model_file"] = file_hash(model_file)
     return out
-
-
-def _model_config_file(model: str) -> Path | None:
-    """The config.json a model argument names: the file itself or the one in its folder, as
-    load_model_config reads it (a folder's config.json counts too); None for a built-in name."""
-    if not model:
-        return None
-    path = Path(model)
-    if path.is_dir():
-        path = path / "config.json"
-    return path if path.is_file() else None
 
 
 def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None
