@@ -59,7 +59,8 @@ def test_a_failed_verification_is_in_the_csv_and_the_report(tmp_path):
     assert "✗ FAIL" in text and "**verification FAILED** for predictive at SLO 1" in text
 
 
-@pytest.mark.parametrize("bad", [{"rel_tol": 0.05}, {"floor": 3.0}, {"seeds": 0}])
+@pytest.mark.parametrize("bad", [{"rel_tol": 0.05}, {"floor": 3.0}, {"seeds": 0},
+                                 {"backing": 0.03}, {"backing": 1.0}])
 def test_settings_refuse_a_coarse_or_empty_search(bad):
     from ppsched.core.errors import UserError
 

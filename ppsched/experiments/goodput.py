@@ -54,6 +54,9 @@ class SearchSettings:
     max_steps: int = 16
     seeds: int = 1
     reseed_growth: float = 1.08  # later seeds: step around seed 0's goodput
+    # a pass counts only if the rate this fraction lower passes too (joint_search): twice the
+    # resolution, the verification's lowering step
+    backing: float = 0.04
     window: Window | None = None  # None: sized from the workload (metrics.steady.window_for)
     verify: bool = False
 
@@ -67,6 +70,9 @@ class SearchSettings:
         if self.max_steps < 2 or self.seeds < 1:
             raise UserError(f"goodput search max_steps={self.max_steps}, seeds={self.seeds}: "
                             "expected max_steps >= 2 and seeds >= 1")
+        if not (2 * self.rel_tol <= self.backing < 1):
+            raise UserError(f"goodput search backing={self.backing}: expected a fraction in "
+                            f"[2 x rel_tol, 1) = [{2 * self.rel_tol}, 1)")
         if not (self.growth > 1 and self.reseed_growth > 1):
             raise UserError(f"goodput search growth={self.growth}, reseed_growth="
                             f"{self.reseed_growth}: expected factors > 1")
@@ -145,11 +151,12 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
     if reseeded:
         found.update(joint_search(evaluate, reseeded, start={s: first[s] for s in reseeded},
                                   growth=settings.reseed_growth, floor=settings.floor,
-                                  rel_tol=settings.rel_tol, max_steps=settings.max_steps))
+                                  rel_tol=settings.rel_tol, max_steps=settings.max_steps,
+                                  backing=settings.backing))
     if fresh:
         found.update(joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
                                   floor=settings.floor, rel_tol=settings.rel_tol,
-                                  max_steps=settings.max_steps))
+                                  max_steps=settings.max_steps, backing=settings.backing))
     return found
 
 

@@ -5,7 +5,10 @@ Every evaluated rate therefore updates every scale's (pass, fail) bracket; each 
 the next rate per unfinished scale and evaluates the distinct proposals together (in parallel):
 from the start rate, multiply by ``growth`` while it passes, divide while it fails (down to
 ``floor``: below it the goodput is 0), then bisect until the gap is within ``rel_tol`` of the
-failing rate. Every rate tried is recorded, in order.
+failing rate. A pass is then kept only if a rate ``backing`` below it also passes on the same
+seed (probed when no tried rate shows it): near the threshold the verdict is not monotone, and an
+isolated pass above failing rates is not a rate the server holds. A failing backing probe is a
+failure like any other, so the search goes on below it. Every rate tried is recorded, in order.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ def _round(rate: float) -> float:
 
 def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *,
                  start: float | Mapping[float, float], growth: float, floor: float,
-                 rel_tol: float, max_steps: int) -> dict[float, SearchResult]:
-    """Per scale: the highest passing rate, every rate tried, the final bracket.
+                 rel_tol: float, max_steps: int, backing: float
+                 ) -> dict[float, SearchResult]:
+    """Per scale: the highest backed passing rate, every rate tried, the final bracket.
 
-    Monotone criterion assumed; a pass above a known failure is ignored (conservative).
-    ``max_steps`` bounds the rounds, so each scale sees at most that many rates of its own."""
+    A pass above a known failure is ignored (conservative), and so is one whose rate
+    ``backing`` lower fails. ``max_steps`` bounds the rounds, so each scale sees at most that
+    many rates of its own (a pass still unbacked when they run out is reported as found)."""
+    if not 0 < backing < 1:
+        raise ValueError(f"backing={backing!r}: expected a fraction in (0, 1)")
     starts = start if isinstance(start, Mapping) else {s: start for s in scales}
     seen: dict[float, dict[float, bool]] = {}
     order: list[float] = []
@@ -54,6 +61,11 @@ def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *,
         passed = max((r for r in order if seen[r][scale] and r < fail), default=0.0)
         return passed, fail
 
+    def backed(passed: float) -> bool:
+        # every tried rate below the bracket's failure passed, so any one near enough backs it
+        lowest = _round(passed * (1 - backing))
+        return any(lowest <= r < passed for r in order)
+
     def proposal(scale: float) -> float | None:
         passed, fail = bracket(scale)
         if math.isinf(fail):
@@ -61,7 +73,9 @@ def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *,
         if passed == 0.0:
             lower = fail / growth
             return lower if lower >= floor else None  # below the floor: goodput 0
-        return 0.5 * (passed + fail) if fail - passed > rel_tol * fail else None
+        if fail - passed > rel_tol * fail:
+            return 0.5 * (passed + fail)
+        return None if backed(passed) else passed * (1 - backing)
 
     run([max(floor, starts[s]) for s in scales])
     for _ in range(max_steps - 1):
