@@ -10,9 +10,10 @@ phase from the clock and runs A tokens in chat phases, B in batch phases (what s
 could reach; a real controller cannot know the phase).
 Same verdict as ``ppsched goodput`` (``ppsched.metrics.steady``: P90 TTFT/TPOT on the
 measurement window, admissions keep up, the last quarter too), window from the median output of
-the requests that decode (``decoding_output_p50``); search: double/halve from --start, then
-bisect to 2%. Goodput per seed and the lowest
-over seeds; oracle-static = the best static chunk of --chunks in hindsight. Mixed loop, PP4.
+the requests that decode (``decoding_output_p50``); search: ``ppsched goodput``'s
+(double/halve from --start, bisect to 2%, a pass backed by one 4% below it). Goodput per seed
+and the lowest over seeds; oracle-static = the best static chunk of --chunks in hindsight.
+Mixed loop, PP4.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ppsched.sim.engine.simulate as sim_engine  # noqa: E402
 from ppsched.core.policy import ChunkDecision  # noqa: E402
 from ppsched.core.slo import Slo  # noqa: E402
-from ppsched.experiments.goodput import VERIFY_FACTOR, VERIFY_SEED_OFFSET  # noqa: E402
+from ppsched.experiments.goodput import (  # noqa: E402
+    VERIFY_FACTOR,
+    VERIFY_SEED_OFFSET,
+    SearchSettings,
+)
+from ppsched.experiments.joint_search import joint_search  # noqa: E402
 from ppsched.experiments.run_config import RunConfig  # noqa: E402
 from ppsched.metrics.steady import Window, verdict, window_for  # noqa: E402
 from ppsched.sim import simulate  # noqa: E402
@@ -91,27 +97,14 @@ def passes(args: argparse.Namespace, chunk: str, rate: float, seed: int,
 
 
 def goodput(args: argparse.Namespace, chunk: str, seed: int) -> float:
-    lo, hi, rate = 0.0, float("inf"), args.start
-    while hi == float("inf") or lo == 0.0:  # bracket
-        if passes(args, chunk, rate, seed):
-            lo = rate
-            if hi < float("inf"):
-                break
-            rate *= 2
-        else:
-            hi = rate
-            if rate < 0.1:
-                return 0.0
-            if lo > 0:
-                break
-            rate /= 2
-    while hi - lo > 0.02 * hi:
-        mid = (lo + hi) / 2
-        if passes(args, chunk, mid, seed):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """The goodput search's own rule (``joint_search`` with ``SearchSettings``' defaults: a
+    pass counts only when the rate 4% below it passes too), from --start."""
+    search = SearchSettings(start=args.start)
+    found = joint_search(lambda rates: [{1.0: passes(args, chunk, r, seed)} for r in rates],
+                         [1.0], start=search.start, growth=search.growth, floor=search.floor,
+                         rel_tol=search.rel_tol, max_steps=search.max_steps,
+                         backing=search.backing)
+    return found[1.0].goodput_rps
 
 
 def main() -> int:
