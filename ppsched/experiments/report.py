@@ -61,7 +61,9 @@ METHOD = ("Every goodput here is **sustained** (docs/GOODPUT.md): Poisson arriva
           "requests only (rejected/unfinished = infinitely late), passing only if the P90 "
           "criterion holds AND the run is stable (admissions keep up with arrivals in the "
           "window's second half; the criterion still holds on the window's last quarter). "
-          "Monotone search to 2% of the rate; the reported goodput is the lowest over the "
+          "Search to 2% of the rate, a pass counting only when the rate 4% below it passes "
+          "too (the verdict is not monotone near the threshold); the reported goodput is the "
+          "lowest over the "
           "seeds, with the highest after it; `--verify` re-runs each point at 4× the window "
           "with an unused seed.")
 CONTROLLERS = ("Controllers: `predictive` = our predictive DCP rule; `predictive-paper` = the "
