@@ -29,8 +29,12 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check ppsched tests
 
+# The full results stay untracked; the pinned summary (results/pinned/, docs/img/) and the docs
+# generated from it (BENCHMARKS.md, README.md's results block) are what git tracks.
 paper: $(STAMP)
 	$(BIN)/ppsched paper --out results
+	$(BIN)/ppsched report --pin paper --out results
+	$(BIN)/ppsched report --benchmarks
 
 soak: $(STAMP)
 	$(BIN)/ppsched overload --size soak --out results/soak

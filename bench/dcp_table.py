@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ppsched.experiments.controller_table import (  # noqa: E402
-    ISSUE_SCALES,
+    TARGET_SCALES,
     read_rows,
     table_lines,
 )
@@ -26,7 +26,7 @@ if __name__ == "__main__":
     parser.add_argument("out_dirs", nargs="+", type=Path)
     parser.add_argument("--all-scales", action="store_true")
     args = parser.parse_args()
-    scales = None if args.all_scales else ISSUE_SCALES
+    scales = None if args.all_scales else TARGET_SCALES
     paths = [d / "goodput.csv" for d in args.out_dirs]
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:

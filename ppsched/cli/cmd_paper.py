@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -31,8 +33,24 @@ def register(subparsers) -> None:
                        help="skip the 4x-window verification (on by default in paper)")
         p.add_argument("--out", default="results")
         p.set_defaults(handler=handler)
-    p = subparsers.add_parser("report", help="write REPORT.md from the CSVs under --out")
+    p = subparsers.add_parser(
+        "report", help="write REPORT.md from the CSVs under --out; --pin GROUP: the pinned "
+        "summary from them; --benchmarks: BENCHMARKS.md and the README's results block")
     p.add_argument("--out", default="results")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--pin", choices=("paper", "heldout", "heldout-models"),
+                      help="write results/pinned/ (and docs/img/) from the full results of "
+                      "one command under --out")
+    mode.add_argument("--benchmarks", action="store_true",
+                      help="write BENCHMARKS.md and README.md's results block from "
+                      "results/pinned/")
+    p.add_argument("--check", action="store_true",
+                   help="with --benchmarks: write nothing, exit 1 if a file is out of date")
+    p.add_argument("--root", default=".", help="repository root (default: .)")
+    p.add_argument("--commit", help="with --pin: the commit the results were measured at "
+                   "(default: git rev-parse --short HEAD in --root)")
+    p.add_argument("--date", help="with --pin: YYYY-MM-DD of the measurement (default: today, "
+                   "UTC)")
     p.set_defaults(handler=cmd_report)
 
 
@@ -82,9 +100,56 @@ def cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def _head_commit(root: Path) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise UserError(f"--root {str(root)!r} is not a git checkout ({exc}); pass --commit "
+                        "with the commit the results were measured at") from exc
+    return done.stdout.strip()
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    from ppsched.experiments.benchmarks_doc import IMG_DIR
+    from ppsched.experiments.pin_results import copy_plots, pin_group
+    from ppsched.experiments.pinned import PINNED_DIR
+
+    root = Path(args.root)
+    commit = args.commit or _head_commit(root)
+    date = args.date or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    written = pin_group(args.pin, Path(args.out), root / PINNED_DIR, commit, date)
+    if args.pin == "paper":
+        written += copy_plots(Path(args.out), root / IMG_DIR)
+    print("\n".join(f"pinned: {path}" for path in written))
+    return 0
+
+
+def cmd_benchmarks(args: argparse.Namespace) -> int:
+    from ppsched.experiments.benchmarks_doc import REGENERATE, write_docs
+
+    stale = write_docs(Path(args.root), check=args.check)
+    if args.check:
+        if stale:
+            print(f"out of date: {', '.join(map(str, stale))}; run `{REGENERATE}`")
+            return 1
+        print("BENCHMARKS.md and README.md's results block are up to date")
+        return 0
+    print(f"wrote {', '.join(map(str, stale))}" if stale else "already up to date")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ppsched.experiments.report import write_report
 
+    if args.check and not args.benchmarks:
+        raise UserError("--check goes with --benchmarks (it compares the generated docs)")
+    if (args.commit or args.date) and not args.pin:
+        raise UserError("--commit/--date go with --pin (they stamp the pinned results)")
+    if args.pin:
+        return cmd_pin(args)
+    if args.benchmarks:
+        return cmd_benchmarks(args)
     out = Path(args.out)
     if not (out / "goodput").is_dir() and not (out / "figures").is_dir():
         raise UserError(f"--out {str(out)!r} holds no results (no goodput/ or figures/ folder); "

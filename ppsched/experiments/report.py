@@ -74,16 +74,25 @@ CONTROLLERS = ("Controllers: `predictive` = our predictive DCP rule; `predictive
 _MARK = {"pass": "✓", "FAIL": "✗ FAIL", "n/a": "", "not run": "(not verified)"}
 
 
+def _verify_value(row: pd.Series) -> str:
+    """The verify column as written; pandas reads the CSV's "n/a" back as NaN."""
+    value = row.get("verify", "not run")
+    return "n/a" if isinstance(value, float) and math.isnan(value) else str(value)
+
+
 def _cell(row: pd.Series) -> str:
     """'reported [max] mark': the rate every seed sustains, the highest seed, verification."""
     value = f"{row.goodput_rps:.2f}"
     if int(row.get("seeds", 1)) > 1 and row.goodput_max > row.goodput_rps:
         value += f" [{row.goodput_max:.2f}]"
-    mark = _MARK.get(str(row.get("verify", "not run")), str(row.get("verify")))
+    verify = _verify_value(row)
+    mark = _MARK.get(verify, verify)
     return f"{value} {mark}".strip()
 
 
-def goodput_table_lines(table: pd.DataFrame) -> list[str]:
+def goodput_table_lines(table: pd.DataFrame, lowered: bool = True) -> list[str]:
+    """The policy x SLO-scale table, its legend, then notes: failed verifications, requests
+    over the context and, with ``lowered``, each point a 4x-window run lowered."""
     scales = sorted(table["slo_scale"].unique(), reverse=True)
     lines = ["| policy | controller | " + " | ".join(f"SLO {c:g}" for c in scales) + " |",
              "|---|---|" + "---|" * len(scales)]
@@ -98,9 +107,9 @@ def goodput_table_lines(table: pd.DataFrame) -> list[str]:
               "verification at 4× the window with a fresh seed. Window: "
               f"{window.warmup_s:g} s warm-up + {window.measure_s:g} s measured + "
               f"{window.cooldown_s:g} s cool-down."]
-    if "search_goodput_rps" in table:
-        lowered = table[table["search_goodput_rps"] > table["goodput_rps"] + 1e-9]
-        for row in lowered.itertuples():
+    if lowered and "search_goodput_rps" in table:
+        below = table[table["search_goodput_rps"] > table["goodput_rps"] + 1e-9]
+        for row in below.itertuples():
             lines.append(f"- {row.policy} at SLO {row.slo_scale:g}: the search found "
                          f"{row.search_goodput_rps:.2f} req/s, which a 4×-window run did not "
                          f"hold; lowered to {row.goodput_rps:.2f} ({row.verify_tried}).")
@@ -115,11 +124,15 @@ def goodput_table_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-def goodput_section(model: str, table: pd.DataFrame, rel: str) -> list[str]:
+def goodput_section(model: str, table: pd.DataFrame, rel: str | None,
+                    lowered: bool = True) -> list[str]:
+    """``rel``: the folder of the plot and goodput.csv relative to the document (None: no link)."""
     workload = str(table["workload"].iloc[0]) if len(table) else "azure-conv"
-    lines = [f"### Goodput vs SLO scale — {model}, {workload}", "",
-             f"![goodput vs SLO]({rel}/goodput_vs_slo.png) — numbers: `{rel}/goodput.csv`", ""]
-    lines += goodput_table_lines(table)
+    lines = [f"### Goodput vs SLO scale — {model}, {workload}", ""]
+    if rel is not None:
+        lines += [f"![goodput vs SLO]({rel}/goodput_vs_slo.png) — numbers: `{rel}/goodput.csv`",
+                  ""]
+    lines += goodput_table_lines(table, lowered)
     lines += ["", "| comparison | SLO | ours | paper |", "|---|---|---|---|"]
     paper = ref.GOODPUT_RATIO_VS_2048.get(model, {}) if workload == "azure-conv" else {}
     notes = []
@@ -194,10 +207,14 @@ def _candidates() -> tuple[int, ...]:
     return ORACLE_CANDIDATES
 
 
-def tail_section(frame: pd.DataFrame) -> list[str]:
+def _figure_link(links: bool, alt: str, stem: str) -> list[str]:
+    return [f"![{alt}](figures/{stem}.png) — `figures/{stem}.csv`", ""] if links else []
+
+
+def tail_section(frame: pd.DataFrame, links: bool = True) -> list[str]:
     lines = ["### P90/P99 TPOT and E2E vs PP_static", "",
-             "![tail](figures/tail_latency_vs_static.png) — `figures/tail_latency_vs_static.csv`",
-             "", "Each workload runs at 0.8 × PP_static's sustained goodput (SLO 1.0, one seed) "
+             *_figure_link(links, "tail", "tail_latency_vs_static"),
+             "Each workload runs at 0.8 × PP_static's sustained goodput (SLO 1.0, one seed) "
              "for its steady-state window; the statistics are over the whole run (warm-up and "
              "cool-down included). The summarization "
              "trace stands in for CNN/DailyMail (no public CNN length file). Relative change of "
@@ -232,12 +249,12 @@ def tail_section(frame: pd.DataFrame) -> list[str]:
     return lines + [""] + notes + [""]
 
 
-def iteration_section(out: Path) -> list[str]:
-    pct = _read(out / "figures" / "iteration_latency_percentiles.csv")
-    alp = _read(out / "figures" / "alp_predicted_vs_measured.csv")
+def iteration_section(pct: pd.DataFrame | None, alp_mape: pd.DataFrame | None,
+                      links: bool = True) -> list[str]:
+    """``alp_mape``: one row per source with its iterations and MAPE (alp_mape_frame)."""
     lines = ["### Iteration latency (Azure, 32B)", "",
-             "![cdf](figures/iteration_latency_cdf.png) — "
-             "`figures/iteration_latency_percentiles.csv`", "",
+             *(["![cdf](figures/iteration_latency_cdf.png) — "
+                "`figures/iteration_latency_percentiles.csv`", ""] if links else []),
              "| policy | P90 ours (ms) | P90 paper (ms) | P99 ours (ms) | P99 paper (ms) |",
              "|---|---|---|---|---|"]
     names = {"oracle-static": "static", "greedy": "greedy", "predictive": "predictive"}
@@ -247,17 +264,17 @@ def iteration_section(out: Path) -> list[str]:
             lines.append(f"| {row.policy} | {row.p90:.2f} | {ref.ITER_P90_MS.get(key, '—')} | "
                          f"{row.p99:.2f} | {ref.ITER_P99_MS.get(key, '—')} |")
     lines += ["", "### ALP predicted vs measured", "",
-              "![alp](figures/alp_predicted_vs_measured.png) — "
-              "`figures/alp_predicted_vs_measured.csv`", ""]
-    if alp is not None and "source" in alp:
+              *_figure_link(links, "alp", "alp_predicted_vs_measured")]
+    if alp_mape is not None:
+        by_source = alp_mape.set_index("source")
         for source, text in (("online replay", "ALP replayed over the predictive run's stage-0 "
                               "iterations (predict, then learn; first 50 not scored)"),
                              ("controller", "the controller's own prediction at decision time "
                               "(for the batch it planned)")):
-            n = int((alp["source"] == source).sum())
+            n = int(by_source.loc[source, "iterations"]) if source in by_source.index else 0
             if n:
-                lines.append(f"- {text}: MAPE {100 * mape(alp, source):.1f}% over {n} "
-                             "iterations.")
+                lines.append(f"- {text}: MAPE {100 * by_source.loc[source, 'mape']:.1f}% over "
+                             f"{n} iterations.")
         lines.append("\nGround truth is the simulator's cost model, which ALP never reads. Note "
                      "what this MAPE can and cannot say: the simulator's linear-op costs come "
                      "from the same vidur A100 profile files as ALP's offline profile, so it "
@@ -266,9 +283,16 @@ def iteration_section(out: Path) -> list[str]:
     return lines + [""]
 
 
-def synthetic_section(frame: pd.DataFrame) -> list[str]:
+def alp_mape_frame(alp: pd.DataFrame) -> pd.DataFrame:
+    """One row per source of alp_predicted_vs_measured.csv: iterations scored and MAPE."""
+    return pd.DataFrame([{"source": s, "iterations": int((alp["source"] == s).sum()),
+                          "mape": mape(alp, s)} for s in dict.fromkeys(alp["source"])],
+                        columns=["source", "iterations", "mape"])
+
+
+def synthetic_section(frame: pd.DataFrame, links: bool = True) -> list[str]:
     lines = ["### Synthetic prefill-heavy and decode-heavy (incl. TP4)", "",
-             "![synthetic](figures/synthetic.png) — `figures/synthetic.csv`", "",
+             *_figure_link(links, "synthetic", "synthetic"),
              "| decode-heavy: TP4 / PP | ours (predictive) | ours (static:2048) | paper |",
              "|---|---|---|---|"]
     pred, stat = pp_over_tp(frame, "predictive"), pp_over_tp(frame, "static-2048")
@@ -283,10 +307,11 @@ def synthetic_section(frame: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
-def replay_section(frame: pd.DataFrame, out: Path) -> list[str]:
+def replay_section(frame: pd.DataFrame, good: pd.DataFrame | None,
+                   links: bool = True) -> list[str]:
+    """``good``: qwen2.5-32b's azure-conv goodput table (the replay's rate is set against it)."""
     lines = ["### Azure 15-minute replay at 0.9× speed — SLO attainment", "",
-             "![replay](figures/azure_replay_attainment.png) — "
-             "`figures/azure_replay_attainment.csv`", "",
+             *_figure_link(links, "replay", "azure_replay_attainment"),
              "| policy | TPOT SLO 200 ms | TPOT SLO 150 ms | paper (200 ms) |", "|---|---|---|---|"]
     wide = frame.pivot_table(index="policy", columns="tpot_slo_ms", values="slo_attainment",
                              aggfunc="first").reindex(list(dict.fromkeys(frame["policy"])))
@@ -298,7 +323,6 @@ def replay_section(frame: pd.DataFrame, out: Path) -> list[str]:
 
     plan = PaperPlan()
     rate = float(frame["requests"].iloc[0]) / (plan.replay_window_min * 60 / plan.replay_speedup)
-    good = _read(out / "goodput" / "qwen2.5-32b" / "goodput.csv")
     if good is not None:
         best = _goodput(good, "oracle-static", 1.0)
         top = float(wide[200.0].max()) if 200.0 in wide else math.nan
@@ -323,10 +347,11 @@ def _pct_abs(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
-def ds_section(table: pd.DataFrame, rel: str, workload: str) -> list[str]:
+def ds_section(table: pd.DataFrame, rel: str | None, workload: str) -> list[str]:
     stand_in = " (stand-in for CNN-Reversed)" if workload == "summarization-reversed" else ""
-    lines = [f"### Delay scheduling on {workload}{stand_in}", "",
-             f"![ds]({rel}/goodput_vs_slo.png) — `{rel}/goodput.csv`", ""]
+    lines = [f"### Delay scheduling on {workload}{stand_in}", ""]
+    if rel is not None:
+        lines += [f"![ds]({rel}/goodput_vs_slo.png) — `{rel}/goodput.csv`", ""]
     lines += goodput_table_lines(table)
     lines += ["", "| SLO | predictive+DS / predictive | paper (max over scales) |", "|---|---|---|"]
     for scale in sorted(table["slo_scale"].unique(), reverse=True):
@@ -363,14 +388,17 @@ def write_report(out: Path, elapsed_s: float | None = None) -> Path:
     tail = _read(out / "figures" / "tail_latency_vs_static.csv")
     if tail is not None:
         parts += tail_section(tail)
-    if (out / "figures" / "iteration_latency_percentiles.csv").is_file():
-        parts += iteration_section(out)
+    pct = _read(out / "figures" / "iteration_latency_percentiles.csv")
+    if pct is not None:
+        alp = _read(out / "figures" / "alp_predicted_vs_measured.csv")
+        parts += iteration_section(pct, None if alp is None or "source" not in alp
+                                   else alp_mape_frame(alp))
     synth = _read(out / "figures" / "synthetic.csv")
     if synth is not None:
         parts += synthetic_section(synth)
     replay = _read(out / "figures" / "azure_replay_attainment.csv")
     if replay is not None:
-        parts += replay_section(replay, out)
+        parts += replay_section(replay, _read(out / "goodput" / "qwen2.5-32b" / "goodput.csv"))
     for workload in DS_WORKLOADS:
         ds = _read(out / "goodput" / f"ds-{workload}" / "goodput.csv")
         if ds is not None:
