@@ -148,3 +148,37 @@ def test_report_reads_the_recorded_paper_wall_time(tmp_path):
         '{"wall_s": 819.0, "runs_simulated": 725, "runs_cached": 3, "jobs": 2}')
     text = write_report(tmp_path).read_text()
     assert "wall time: 13.7 min with 2 worker processes (725 runs simulated, 3 from cache)" in text
+
+
+def test_pinned_summary_of_a_paper_run_renders_benchmarks(results, tmp_path, capsys):
+    """make paper's last two steps on a (fake) paper run: pin, then generate the docs."""
+    import shutil
+
+    from ppsched.experiments.benchmarks_doc import BEGIN, END
+
+    table = results[1]
+    out = shutil.copytree(results[0], tmp_path / "results", ignore=shutil.ignore_patterns("cache"))
+    ds = out / "goodput" / "ds-synthetic-decode"
+    ds.mkdir(parents=True, exist_ok=True)
+    table.assign(workload="synthetic-decode").to_csv(ds / "goodput.csv", index=False)
+    (out / "paper_run.json").write_text(
+        '{"wall_s": 900.0, "runs_simulated": 725, "runs_cached": 3, "jobs": 2}')
+    (tmp_path / "README.md").write_text(f"# x\n{BEGIN}\nold table\n{END}\n")
+    pin = ["report", "--pin", "paper", "--out", str(out), "--root", str(tmp_path),
+           "--commit", "abcdef1", "--date", "2026-12-05"]
+    assert main(pin) == 0
+    assert (tmp_path / "docs" / "img" / "goodput_vs_slo_qwen2.5-32b.png").read_bytes()[:8] \
+        == PNG_MAGIC
+    assert main(["report", "--benchmarks", "--root", str(tmp_path)]) == 0
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    best = table[(table.policy == "predictive") & (table.slo_scale == 1.0)].iloc[0]
+    assert f"| predictive | {best.goodput_rps:.2f}" in text
+    assert "`make paper` at commit abcdef1 (2026-12-05)" in text
+    assert "`make paper` takes 15 min wall with 2 worker processes (725 runs simulated" in text
+    assert "Delay scheduling on synthetic-decode" in text and "MAPE 4.2% over 2" in text
+    readme = (tmp_path / "README.md").read_text()
+    assert "old table" not in readme and f"| predictive | {best.goodput_rps:.2f}" in readme
+    # A heldout pin without bench/run_heldout.sh's output is refused, naming it.
+    assert main(["report", "--pin", "heldout", "--out", str(out), "--root", str(tmp_path),
+                 "--commit", "abcdef1"]) == 2
+    assert "bench/run_heldout.sh" in capsys.readouterr().err

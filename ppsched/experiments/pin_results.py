@@ -133,9 +133,13 @@ def copy_plots(results: Path, img_dir: Path) -> list[Path]:
 
     from ppsched.experiments.paper import PAPER_MODELS
 
+    models = [m for m in PAPER_MODELS if (results / "goodput" / m / "goodput.csv").is_file()]
+    if not models:
+        raise UserError(f"no goodput under {str(results / 'goodput')!r}; expected the output "
+                        f"of {PAPER_COMMAND}")
     img_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for model in PAPER_MODELS:
+    for model in models:  # the models the pinned goodput holds
         source = results / "goodput" / model / "goodput_vs_slo.png"
         if not source.is_file():
             raise UserError(f"no plot {source}; expected the output of {PAPER_COMMAND}")
