@@ -177,7 +177,11 @@ def _generic_section(table: PinnedTable) -> list[str]:
     lines = [f"### {table.meta.title}", "", "| " + " | ".join(map(str, frame.columns)) + " |",
              "|" + "---|" * len(frame.columns)]
     for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_value(v) for v in row) + " |")
+        cells = [_value(v) for v in row]
+        # A command column reads as code, the rest as figures.
+        cells = [f"`{c}`" if name == "command" and c else c
+                 for name, c in zip(frame.columns, cells, strict=True)]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines + ["", source_line(table), ""]
 
 
