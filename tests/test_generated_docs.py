@@ -130,3 +130,35 @@ def test_pin_from_a_folder_without_results_names_what_is_missing(tmp_path, capsy
     assert code == 2
     assert "--pin heldout: no results for heldout" in capsys.readouterr().err
     assert main(["report", "--check"]) == 2
+
+
+def _git(root: Path, *argv: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_pin_stamps_the_head_commit_and_says_when_the_code_differs(tmp_path):
+    rows = tmp_path / "results" / "heldout" / "m-w"
+    rows.mkdir(parents=True)
+    (rows / "goodput.csv").write_text("model,workload,policy,slo_scale,goodput_rps,per_seed,"
+                                      "chosen,verify,tried\nm,w,predictive,1.0,2.5,2.5;2.6,,"
+                                      "pass,2:1\n")
+    (tmp_path / "ppsched").mkdir()
+    (tmp_path / "ppsched" / "x.py").write_text("A = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "add", "ppsched")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    head = _git(tmp_path, "rev-parse", "--short", "HEAD")
+    pin = ["report", "--pin", "heldout", "--out", str(tmp_path / "results"), "--root",
+           str(tmp_path)]
+    assert main(pin) == 0
+    meta = PinnedMeta.read(tmp_path / PINNED_DIR / "heldout.meta.json")
+    assert meta.commit == head and meta.command == "bash bench/run_heldout.sh"
+    assert "uncommitted" not in meta.note
+    pinned = pd.read_csv(tmp_path / PINNED_DIR / "heldout.csv")
+    assert list(pinned.columns) == ["model", "workload", "policy", "slo_scale", "goodput_rps",
+                                    "per_seed", "chosen", "verify"]  # the search log stays out
+    (tmp_path / "ppsched" / "x.py").write_text("A = 2\n")
+    assert main(pin) == 0
+    assert "uncommitted changes" in PinnedMeta.read(
+        tmp_path / PINNED_DIR / "heldout.meta.json").note

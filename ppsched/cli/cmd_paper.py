@@ -110,6 +110,13 @@ def _head_commit(root: Path) -> str:
     return done.stdout.strip()
 
 
+def _uncommitted(root: Path) -> bool:
+    """Does the checkout differ from its commit in the code that produces results?"""
+    done = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "ppsched",
+                           "bench"], capture_output=True, text=True, check=False)
+    return bool(done.stdout.strip())
+
+
 def cmd_pin(args: argparse.Namespace) -> int:
     from ppsched.experiments.benchmarks_doc import IMG_DIR
     from ppsched.experiments.pin_results import copy_plots, pin_group
@@ -118,7 +125,11 @@ def cmd_pin(args: argparse.Namespace) -> int:
     root = Path(args.root)
     commit = args.commit or _head_commit(root)
     date = args.date or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    written = pin_group(args.pin, Path(args.out), root / PINNED_DIR, commit, date)
+    # Said in every sidecar, so a figure never claims a commit whose code did not produce it.
+    dirty = args.commit is None and _uncommitted(root)
+    note = "Measured with uncommitted changes to ppsched/ or bench/ on top of this commit."
+    written = pin_group(args.pin, Path(args.out), root / PINNED_DIR, commit, date,
+                        note if dirty else None)
     if args.pin == "paper":
         written += copy_plots(Path(args.out), root / IMG_DIR)
     print("\n".join(f"pinned: {path}" for path in written))

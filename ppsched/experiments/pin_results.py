@@ -151,9 +151,10 @@ def copy_plots(results: Path, img_dir: Path) -> list[Path]:
 
 
 def pin_group(group: str, results: Path, pinned: Path, commit: str, date: str,
-              notes: dict[str, str] | None = None) -> list[Path]:
-    """Write the group's pinned CSVs and sidecars from ``results``; an error names any source
-    that is missing (a partial pin would mix figures of two runs)."""
+              note: str | None = None) -> list[Path]:
+    """Write the group's pinned CSVs and sidecars from ``results`` (``note``: every sidecar's,
+    else each spec's own); an error names any source that is missing (a partial pin would mix
+    figures of two runs)."""
     if group not in GROUPS:
         raise UserError(f"pin group {group!r}: expected one of {', '.join(GROUPS)}")
     frames = {spec.name: spec.build(results) for spec in GROUPS[group]}
@@ -163,7 +164,6 @@ def pin_group(group: str, results: Path, pinned: Path, commit: str, date: str,
                         f"{str(results)!r}; expected the output of {GROUPS[group][0].command}")
     written = []
     for spec in GROUPS[group]:
-        note = (notes or {}).get(spec.name, spec.note)
-        meta = PinnedMeta(spec.title, spec.command, commit, date, note)
+        meta = PinnedMeta(spec.title, spec.command, commit, date, note or spec.note)
         written.append(write_pinned(pinned, spec.name, frames[spec.name], meta))
     return written

@@ -20,6 +20,8 @@ ppsched goodput --model qwen2.5-14b --seeds 3 --verify --out results/goodput/qwe
 ppsched goodput --trace-file my.jsonl --format mooncake --max-context 32768 --out my-goodput
 ppsched figures --out results                          (fixed-load figures only)
 ppsched report --out results                           (rewrite this file from the CSVs)
+ppsched report --pin paper --out results               (results/pinned/ from these CSVs)
+ppsched report --benchmarks                            (BENCHMARKS.md from results/pinned/)
 ```"""
 
 
