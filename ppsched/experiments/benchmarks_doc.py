@@ -24,7 +24,7 @@ from ppsched.experiments.controller_table import (
     group_lines,
     rows_from_frame,
 )
-from ppsched.experiments.pin_results import plot_path
+from ppsched.experiments.pin_results import GROUPS, plot_path
 from ppsched.experiments.pinned import PINNED_DIR, PinnedTable, read_pinned
 from ppsched.experiments.report import (
     CONTROLLERS,
@@ -41,10 +41,11 @@ BEGIN = "<!-- BEGIN GENERATED: results -->"
 END = "<!-- END GENERATED: results -->"
 REGENERATE = "ppsched report --benchmarks"
 IMG_DIR = Path("docs") / "img"
-# The pinned CSVs the fixed sections read; any other pinned CSV is rendered generically.
+# The pinned CSVs the fixed sections read (everything `ppsched report --pin` writes); any other
+# pinned CSV is rendered generically after them.
 CONTROLLER_SOURCES = ("goodput", "heldout", "heldout_models")
-FIXED = ("goodput", "paper_run", "heldout", "heldout_models", "ds_goodput", "tail_latency",
-         "iteration_latency", "alp_mape", "synthetic", "replay_attainment")
+FIXED = tuple(spec.name for specs in GROUPS.values() for spec in specs)
+FIGURE_MODEL = "qwen2.5-32b"  # make paper's fixed-load figures run on it (paper.run_paper)
 HEADLINE_SCALE = 1.0
 
 
@@ -213,7 +214,7 @@ def _controller_section(tables: dict[str, PinnedTable]) -> list[str]:
 
 
 def _figure_sections(tables: dict[str, PinnedTable]) -> list[str]:
-    lines = ["## Fixed-load figures (qwen2.5-32b)", ""]
+    lines = [f"## Fixed-load figures ({FIGURE_MODEL})", ""]
     if "tail_latency" in tables:
         lines += tail_section(tables["tail_latency"].frame, links=False)
         lines += [source_line(tables["tail_latency"]), ""]
@@ -229,7 +230,7 @@ def _figure_sections(tables: dict[str, PinnedTable]) -> list[str]:
     if "replay_attainment" in tables:
         good = tables["goodput"].frame
         lines += replay_section(tables["replay_attainment"].frame,
-                                good[good.model == "qwen2.5-32b"], links=False)
+                                good[good.model == FIGURE_MODEL], links=False)
         lines += [source_line(tables["replay_attainment"]), ""]
     return lines
 

@@ -55,7 +55,7 @@ class PinnedMeta:
             raise UserError(f"{path}: keys {unknown or ''} unknown, {missing or ''} missing; "
                             "expected title, command, commit, date, note")
         try:
-            return cls(**{k: str(v) for k, v in data.items()})
+            return cls(**{k: "" if v is None else str(v) for k, v in data.items()})
         except UserError as exc:
             raise UserError(f"{path}: {exc}") from exc
 
