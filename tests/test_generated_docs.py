@@ -106,6 +106,7 @@ def test_a_pinned_csv_without_sidecar_or_with_a_bad_commit_is_refused(checkout):
         PinnedMeta("t", "c", "HEAD", "2026-12-05")
     with pytest.raises(UserError, match="date '5 Dec'"):
         PinnedMeta("t", "c", "abcdef1", "5 Dec")
+    PinnedMeta("t", "c", "abcdef1-dirty", "2026-12-05T01:02:03Z")  # both say more, both valid
 
 
 def test_readme_without_markers_is_refused():

@@ -18,8 +18,8 @@ from ppsched.core.errors import UserError
 
 PINNED_DIR = Path("results") / "pinned"
 MAX_PINNED_BYTES = 20_000  # the pinned set stays small enough to track in git
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+Z?)?$")  # ISO date, a time optional
+_COMMIT = re.compile(r"^[0-9a-f]{7,40}(-dirty)?$")  # -dirty: uncommitted changes on top
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class PinnedMeta:
     title: str
     command: str
     commit: str  # abbreviated or full hash of the commit the figures were measured at
-    date: str  # YYYY-MM-DD
+    date: str  # YYYY-MM-DD (a time after it is kept)
     note: str = ""
 
     def __post_init__(self) -> None:
@@ -36,9 +36,10 @@ class PinnedMeta:
                 raise UserError(f"pinned meta {field!r} is empty; expected a non-empty string")
         if not _COMMIT.match(self.commit):
             raise UserError(f"pinned meta commit {self.commit!r}: expected 7-40 lowercase hex "
-                            "digits (git rev-parse --short HEAD)")
+                            "digits (git rev-parse --short HEAD), -dirty after them allowed")
         if not _DATE.match(self.date):
-            raise UserError(f"pinned meta date {self.date!r}: expected YYYY-MM-DD")
+            raise UserError(f"pinned meta date {self.date!r}: expected YYYY-MM-DD (or an ISO "
+                            "date and time)")
 
     @classmethod
     def read(cls, path: Path) -> PinnedMeta:
