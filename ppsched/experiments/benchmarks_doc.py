@@ -246,7 +246,7 @@ def _paper_run_line(run: PinnedTable) -> list[str]:
     row = run.frame.iloc[0]
     return [f"`{run.meta.command}` takes {row.wall_min:g} min wall with "
             f"{int(row.jobs)} worker processes ({int(row.runs_simulated)} runs simulated, "
-            f"{int(row.runs_cached)} from the cache), on a shared 2-core machine.", "",
+            f"{int(row.runs_cached)} from the cache).", "",
             source_line(run), ""]
 
 
