@@ -100,8 +100,8 @@ PCIE4_HOST_STAGED = LinkSpec(
     sources=(
         ("bus_gbps", "NVIDIA/nccl-tests issue #74: the same 8x A40 box, bidirectional "
                      "P2P=Disabled 19-21 GB/s between any two GPUs, ~10 GB/s each way; "
-                     "NVIDIA/nccl src/graph/topo.h prices an Intel Skylake+ socket link "
-                     "(SKL_QPI_BW) at 10 GB/s; NVIDIA/nccl issue #406: SHM between sockets "
+                     "NVIDIA/nccl src/graph/topo.h prices a Skylake-to-Ice-Lake socket "
+                     "link (SKL_QPI_BW) at 10 GB/s; NVIDIA/nccl issue #406: SHM between sockets "
                      "reaches 9 or 6 GB/s where a NIC path reaches 12"),
         ("p2p", "NVIDIA/nccl src/graph/paths.cc ncclTopoCheckP2p: on Intel hosts GPUs that "
                 "meet only at the CPU (PATH_PHB, PATH_SYS) do not use P2P and their traffic "
