@@ -86,8 +86,10 @@ PCIE4_P2P = LinkSpec(
     sources=(
         ("bus_gbps", "NVIDIA/nccl-tests issue #74: p2pBandwidthLatencyTest on 8x A40 (PCIe 4.0, "
                      "AMD EPYC 7302), bidirectional P2P=Enabled 40-50 GB/s between GPUs on "
-                     "different root ports, 20-25 GB/s each way; NVIDIA/nccl src/graph/topo.cc "
-                     "prices a 16 GT/s x16 link at 16 x 120 / 80 = 24 GB/s"),
+                     "different root ports, 20-25 GB/s each way; tinygrad/open-gpu-kernel-"
+                     "modules issue #36: 4x RTX 4090 with P2P on an AMD EPYC 7773X, all-reduce "
+                     "bus bandwidth 25.7-26.0 GB/s at 256 MB-2 GB; NVIDIA/nccl "
+                     "src/graph/topo.cc prices a 16 GT/s x16 link at 16 x 120 / 80 = 24 GB/s"),
         ("p2p", "NVIDIA/nccl src/graph/paths.cc ncclTopoCheckP2p: P2P up to PATH_SYS on AMD "
                 "hosts, up to PATH_PXB (through PCIe switches only) on Intel hosts"),
     ),

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from ppsched.core.errors import UserError
 from ppsched.sim.hardware import LinkSpec
 
-# NVIDIA/nccl issue #1530: an 8-byte all-reduce over 8 PCIe 4.0 GPUs takes ~42 us, 14 ring
-# steps after LL's fixed cost.
+# NVIDIA/nccl issue #1530: an 8-byte all-reduce over 8 PCIe 4.0 GPUs (RTX 4090s, whose stock
+# driver has no P2P, so most likely host-staged) takes ~42 us: 14 ring steps after LL's base.
 MEASURED_8GPU_ALLREDUCE_US = 42.0
 
 
