@@ -11,7 +11,8 @@ from ppsched.sim.hardware import get_hardware, known_hardware
 
 
 def test_known_hardware_and_unknown_name() -> None:
-    assert known_hardware() == ("a100-40g-pcie", "a100-80g")
+    assert known_hardware() == ("a100-40g-pcie", "a100-40g-pcie-nop2p", "a100-40g-pcie-p2p",
+                                "a100-80g")
     pcie = get_hardware("A100-40G-PCIE")
     assert pcie.hbm_gbps == 1555.0 and pcie.bf16_tflops == 312.0
     assert 42.0 < pcie.gpu_mem_gb < 42.6

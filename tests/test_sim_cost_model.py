@@ -13,6 +13,8 @@ from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
 from ppsched.core.models import BUILTIN_MODELS
 from ppsched.sim.cost import build_cost_model, split_layers
+from ppsched.sim.cost.link import SIMPLE, LinkModel
+from ppsched.sim.hardware import get_hardware
 
 Q32 = BUILTIN_MODELS["qwen2.5-32b"]
 Q14 = BUILTIN_MODELS["qwen2.5-14b"]
@@ -145,9 +147,13 @@ def test_prefill_pieces_pay_one_launch_floor() -> None:
 def test_link_and_cpu_overhead() -> None:
     cm = _pp4()
     shape = BatchShape(prefill=((0, 2048),))
-    nbytes = 2 * 2048 * Q32.hidden * 2
-    expected = 0.042 + nbytes / (25e9 * 0.9) * 1e3  # nccl #1530 latency
-    assert cm.link_ms(shape) == pytest.approx(expected)
+    nbytes = 2 * 2048 * Q32.hidden * 2  # hidden_states and residual, bf16
+    send = LinkModel(get_hardware(HW).link)
+    assert cm.link_ms(shape) == pytest.approx(send.p2p_ms(nbytes))
+    # a 42 MB send is bandwidth-bound: NCCL Simple's one step plus the bytes at bus bandwidth
+    simple_ms = (SIMPLE.base_us + SIMPLE.hop_us) / 1000
+    assert cm.link_ms(shape) == pytest.approx(
+        simple_ms + nbytes / (get_hardware(HW).link.bus_gbps * 1e6))
     assert 0 < cm.cpu_overhead_ms(_decode(8)) < cm.cpu_overhead_ms(_decode(128))
     assert build_cost_model(Q32, HW, pp_size=1, tp_size=4).link_ms(shape) == 0.0
 

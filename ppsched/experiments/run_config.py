@@ -10,8 +10,9 @@ from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig, load_model_config
 from ppsched.core.policy_context import PolicyContext
 from ppsched.core.slo import Slo
+from ppsched.sim.hardware import known_hardware
 
-HARDWARE = ("a100-40g-pcie", "a100-80g")
+HARDWARE = known_hardware()
 _PARALLEL = re.compile(r"^(pp|tp)([1-9][0-9]*)$")
 
 

@@ -66,7 +66,7 @@ class CostModel:
             self.hardware.gpu_mem_bytes / MIB, tp_size)
         self._launch_ms = tuple(n * EAGER_LAUNCH_MS_PER_LAYER for n in self.layers_per_stage)
         self._last = pp_size - 1
-        self._link = LinkModel(self.hardware)
+        self._link = LinkModel(self.hardware.link)
         self._layer = tables.layer_ms
         self._layer_cv = tables.layer_cv
         self._attn = tables.attention
@@ -230,7 +230,8 @@ class CostModel:
 
     def describe(self) -> dict[str, object]:
         return {"model": {k: getattr(self.model, k) for k in self.model.__slots__},
-                "hardware": self.hardware.describe(), "pp_size": self.pp_size,
+                "hardware": self.hardware.describe(), "link_model": self._link.describe(),
+                "pp_size": self.pp_size,
                 "tp_size": self.tp_size, "layers_per_stage": list(self.layers_per_stage),
                 "mem_fraction_static": self.mem_fraction_static,
                 "runtime_reserve_gb": RUNTIME_RESERVE_GB,
