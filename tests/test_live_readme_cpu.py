@@ -5,7 +5,8 @@ its exact length (the replay caps requests at what the server serves in full).
 The commands are the README's, word for word, in README_CPU_RECIPE. The test changes only what a
 shared test machine needs: files go to a temporary folder instead of /tmp, the server listens on
 a free port instead of 30000, the SGLang python is the one the live tests use
-(PPSCHED_SGLANG_VENV honoured), and the hub is offline (no network at test time). The setup line
+(PPSCHED_SGLANG_VENV honoured), the hub is offline (no network at test time), and bench_serving
+runs in the temporary folder (it writes its result file where it runs). The setup line
 (``bash scripts/setup_sglang_cpu.sh``) is what ``make test`` runs before the live tests; without
 its venv this test is skipped.
 """
@@ -73,8 +74,8 @@ def recipe(tmp_path_factory):
            **{k: "" for k in os.environ if k.startswith("PPSCHED_") and k != "PPSCHED_SGLANG_VENV"
               and k != "PPSCHED_SGLANG_PYTHON"}}
 
-    def shell(command: str, timeout_s: float) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", f"{set_py}\n{command}"], cwd=REPO, env=env,
+    def shell(command: str, timeout_s: float, cwd: Path = REPO) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", f"{set_py}\n{command}"], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=timeout_s)
 
     made = shell(make_model, 300)
@@ -92,7 +93,7 @@ def recipe(tmp_path_factory):
             assert time.monotonic() < deadline, f"server not healthy: {server.log_text()[-4000:]}"
             time.sleep(1.0)
         ran = shell(replay, 900)
-        benched = shell(bench, 600)
+        benched = shell(bench, 600, cwd=tmp)  # it writes sglang_*.jsonl where it runs
     finally:
         server.stop()
     return {"ran": ran, "benched": benched, "out": tmp / "live",
