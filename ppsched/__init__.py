@@ -26,7 +26,7 @@ from typing import Any
 from ppsched.version import __version__
 
 # public name -> the module that defines it
-_EXPORTS: dict[str, str] = {
+_EXPORTS = {
     "load_workload": "ppsched.traces",
     "simulate": "ppsched.api",
     "goodput": "ppsched.api",
