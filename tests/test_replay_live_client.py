@@ -22,6 +22,8 @@ class FakeSGLang(BaseHTTPRequestHandler):
     short_by = 0  # tokens the fake drops (to test exact-length checking)
     token_delay_s = 0.0
     seen: list = []
+    info: dict = {"context_length": 300}  # what /server_info publishes
+    context_len = 300
 
     def log_message(self, *args):
         pass
@@ -29,7 +31,7 @@ class FakeSGLang(BaseHTTPRequestHandler):
     def do_GET(self):
         body = b""
         if self.path == "/server_info":
-            body = json.dumps({"context_length": 300}).encode()
+            body = json.dumps(type(self).info).encode()
         self.send_response(200 if self.path in ("/health", "/server_info") else 404)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -38,7 +40,17 @@ class FakeSGLang(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append(body)
-        n = body["sampling_params"]["max_new_tokens"] - type(self).short_by
+        # SGLang 0.5.23's limits (ppsched/experiments/server_limits.py): a prompt of
+        # max_req_input_len or more is aborted; the output is cut to max_req_len - prompt - 1.
+        max_req_len = type(self).context_len - 1
+        prompt = len(body["input_ids"])
+        if prompt >= max_req_len - 5:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(f"data: {json.dumps({'error': 'input too long'})}\n\n".encode())
+            return
+        n = min(body["sampling_params"]["max_new_tokens"], max_req_len - prompt - 1)
+        n -= type(self).short_by
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -66,6 +78,8 @@ def fake_server():
     FakeSGLang.short_by = 0
     FakeSGLang.token_delay_s = 0.0
     FakeSGLang.seen = []
+    FakeSGLang.info = {"context_length": 300}
+    FakeSGLang.context_len = 300
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeSGLang)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -170,7 +184,8 @@ def test_summary_reads_like_bench_serving(fake_server, tmp_path, capsys):
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     done = json.loads((tmp_path / "a" / "summary.json").read_text())["completed"]
     assert done == 6 and summary["request_throughput_rps"] > 0
-    assert summary["live_max_context"] == 300  # taken from the server's /server_info
+    # from the server's context length (300): what SGLang 0.5.23 serves in full
+    assert summary["live_max_context"] == 298 and summary["live_max_prompt"] == 293
     assert summary["itl_ms"]["p50"] >= 1.0  # 2 ms per token, pooled
 
 
@@ -244,3 +259,37 @@ def test_sigterm_writes_partial_results(fake_server, tmp_path):
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["live_interrupted"].startswith("interrupted")
     assert "PARTIAL" in out
+
+
+def test_requests_over_the_server_limits_are_capped_to_what_it_serves(fake_server, tmp_path):
+    """Every request of a workload longer than the server's context completes in full: prompt
+    + output are capped at max_req_len - 1 and the prompt below max_req_input_len, the limits
+    /server_info publishes (here those of --context-length 1024)."""
+    FakeSGLang.context_len = 1024
+    FakeSGLang.info = {"context_length": 1024, "max_req_input_len": 1018}
+    out = tmp_path / "a"
+    assert main(["run", "--engine", fake_server, "--workload", "synthetic-prefill", "--rate",
+                 "200", "--num-requests", "30", "--out", str(out), "--progress-every",
+                 "0"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["live_failed"] == 0 and summary["completed"] == 30
+    assert summary["live_max_context"] == 1022 and summary["live_max_prompt"] == 1017
+    sent = [(len(b["input_ids"]), b["sampling_params"]["max_new_tokens"])
+            for b in FakeSGLang.seen]
+    assert max(p + o for p, o in sent) == 1022  # some requests were capped, to the limit
+    assert max(p for p, _ in sent) <= 1017
+
+
+def test_max_context_given_replaces_the_server_limits(fake_server, tmp_path):
+    """--max-context is taken as given, even past what the server serves: those requests fail
+    and say why, none is dropped."""
+    FakeSGLang.context_len = 1024
+    FakeSGLang.info = {"context_length": 1024, "max_req_input_len": 1018}
+    out = tmp_path / "a"
+    assert main(["run", "--engine", fake_server, "--workload", "synthetic-prefill", "--rate",
+                 "200", "--num-requests", "30", "--max-context", "1024", "--out", str(out),
+                 "--progress-every", "0"]) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["live_max_context"] == 1024 and summary["live_max_prompt"] is None
+    assert 0 < summary["live_failed"] < 30
+    assert summary["completed"] + summary["live_failed"] == 30

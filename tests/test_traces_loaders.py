@@ -105,6 +105,22 @@ def test_cap_context_counts_and_bounds():
     assert (new_p[1], new_o[1]) == (2457, 1639)  # 3000*4096//5000 = 2457 keeps the 3:2 ratio
 
 
+def test_cap_context_caps_the_prompt_alone_too():
+    prompt = np.array([100, 1015, 2000, 900])
+    output = np.array([100, 2, 2, 300])
+    new_p, new_o, capped = cap_context(prompt, output, 1022, max_prompt=1017)
+    # row 1 fits the total (1017) and the prompt; row 2 is scaled (2000*1022//2002 = 1020) and
+    # then its prompt cut to 1017; row 3 is scaled only (900*1022//1200 = 766)
+    assert capped == 2
+    assert new_p.tolist() == [100, 1015, 1017, 766] and new_o.tolist() == [100, 2, 2, 256]
+    assert ((new_p + new_o) <= 1022).all() and (new_p <= 1017).all()
+
+
+def test_max_prompt_needs_max_context():
+    with pytest.raises(UserError, match="max_prompt=100 without max_context"):
+        load_workload("sharegpt", rate=2.0, num_requests=5, max_prompt=100)
+
+
 def test_max_context_is_reported_never_silent():
     wl = load_workload("sharegpt", rate=2.0, max_context=2048)
     _, prompt, output = wl.arrays()

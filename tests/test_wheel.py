@@ -72,6 +72,15 @@ def test_installed_copy_is_the_one_imported(installed):
     assert out.startswith(str(installed["venv"])) and str(REPO) not in out
 
 
+def test_wheel_and_installed_cli_carry_the_package_version(installed):
+    from ppsched.version import __version__
+
+    assert installed["wheel"].name.startswith(f"ppsched-{__version__}-")
+    done = _run([str(installed["venv"] / "bin" / "ppsched"), "--version"],
+                cwd=installed["tmp"], env=installed["env"])
+    assert done.stdout.strip() == f"ppsched {__version__}"
+
+
 def test_run_on_a_builtin_workload(installed):
     out = installed["tmp"] / "run"
     _run([str(installed["venv"] / "bin" / "ppsched"), "run", "--workload", "azure-conv",

@@ -9,6 +9,7 @@ import sys
 
 import ppsched.cli as cli_pkg
 from ppsched.core.errors import UserError
+from ppsched.version import __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -19,6 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ppsched", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"ppsched {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):

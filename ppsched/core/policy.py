@@ -34,6 +34,8 @@ class TrimDecision:
 
 @runtime_checkable
 class ChunkController(Protocol):
+    """Chooses the prefill chunk of each microbatch; observes every measured stage."""
+
     name: str
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
@@ -50,6 +52,8 @@ class ChunkController(Protocol):
 
 @runtime_checkable
 class DecodeTrimmer(Protocol):
+    """Chooses which decode requests of a slot run now and which wait (delay scheduling)."""
+
     name: str
 
     def select(self, snap: DecodeSnapshot) -> TrimDecision:

@@ -12,6 +12,9 @@ from ppsched.core.slo import Slo
 
 @dataclass(frozen=True, slots=True)
 class PolicyContext:
+    """What a controller factory reads: pipeline and TP size, SLO, model, hardware, chunk cap
+    and candidates, ALP's profile, DS's boundaries and the engine's decode CUDA graphs."""
+
     pp_size: int
     slo: Slo
     model: ModelConfig

@@ -13,6 +13,8 @@ PAPER_TPOT_MS = 200.0
 
 @dataclass(frozen=True, slots=True)
 class Slo:
+    """Per-request latency targets: time to first token and time per output token, in ms."""
+
     ttft_ms: float = PAPER_TTFT_MS
     tpot_ms: float = PAPER_TPOT_MS
 

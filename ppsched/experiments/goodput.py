@@ -47,6 +47,10 @@ FALLBACK_STEPS = 25
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
+    """How the goodput search steps through rates: first rate, growth factor, floor, resolution
+    (``rel_tol``), step limit, seeds, the backing probe, the measurement window (None: sized
+    from the workload) and whether each point is verified at 4x the window."""
+
     start: float = 2.0  # first rate tried (req/s)
     growth: float = 2.0  # step up while passing / down while failing, seed 0
     floor: float = 0.1  # below this rate the goodput is reported as 0

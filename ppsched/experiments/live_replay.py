@@ -31,12 +31,12 @@ from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord, RequestSpec
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS, Slo
 from ppsched.experiments.live_summary import TTFT_FROM, live_figures, pooled_itl_ms, report_lines
+from ppsched.experiments.server_limits import server_limits
 from ppsched.sglang_patch.http_client import (
     Endpoint,
     StreamResult,
     check_server,
     generate_stream,
-    get_json,
 )
 
 DEFAULT_CONCURRENCY = 256
@@ -216,21 +216,6 @@ def to_record(spec: RequestSpec, res: StreamResult, t0: float, ttft_from: str = 
                          first_token_s=first, finish_s=last)
 
 
-def server_context_length(ep: Endpoint) -> int | None:
-    """The server's context length (``/server_info``, else ``/get_model_info``); None if neither
-    says."""
-    for path in ("/server_info", "/get_model_info"):
-        try:
-            info = get_json(ep, path, timeout_s=10)
-        except (OSError, ValueError):
-            continue
-        for key in ("context_length", "max_context_length", "context_len"):
-            value = info.get(key)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
-
-
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
     raise KeyboardInterrupt
 
@@ -252,10 +237,15 @@ def run_live(args) -> int:
               float(getattr(args, "slo_tpot_ms", PAPER_TPOT_MS)))
     check_server(ep)  # fail fast, before reading traces
     context_note = "from --max-context"
+    args.max_prompt = None
     if getattr(args, "max_context", None) is None:
-        args.max_context = server_context_length(ep)
-        context_note = (f"from the server ({args.max_context})" if args.max_context
-                        else "none (the server did not say; requests may exceed it)")
+        limits = server_limits(ep)
+        if limits is None:
+            context_note = "none (the server did not say; requests may exceed it)"
+        else:
+            args.max_context, args.max_prompt = limits.max_total_tokens, limits.max_prompt_tokens
+            context_note = (f"prompt + output <= {limits.max_total_tokens}, prompt <= "
+                            f"{limits.max_prompt_tokens}, from {limits.source}")
     workload = workload_from_args(args)
     print(f"live replay {ep.url}: {len(workload.requests)} requests, context cap "
           f"{context_note}; Ctrl-C stops early and keeps the results", file=sys.stderr,
@@ -276,11 +266,12 @@ def run_live(args) -> int:
     summary.update(workload=workload.describe(), engine=ep.url, live_wall_s=outcome.wall_s,
                    live_failed=len(failed), live_interrupted=outcome.interrupted,
                    live_ttft_from=opts.ttft_from, live_max_context=args.max_context,
+                   live_max_prompt=args.max_prompt,
                    live_failures=sorted({r.reject_reason for r in failed})[:20])
     config = {"engine": ep.url, "concurrency": opts.concurrency, "timeout_s": opts.timeout_s,
               "seed": opts.seed, "slo_ttft_ms": slo.ttft_ms, "slo_tpot_ms": slo.tpot_ms,
               "ttft_from": opts.ttft_from, "time_limit_s": opts.time_limit_s,
-              "max_context": args.max_context}
+              "max_context": args.max_context, "max_prompt": args.max_prompt}
     written = write_run_outputs(args.out, records, summary, config)
     with (Path(args.out) / "outputs.jsonl").open("w", encoding="utf-8") as fh:
         for res in results:

@@ -13,19 +13,8 @@ import pandas as pd
 
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
+from ppsched.metrics.frame import REQUEST_COLUMNS, requests_frame
 from ppsched.metrics.jsonable import jsonable
-
-REQUEST_COLUMNS: tuple[str, ...] = (
-    "id", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "output_tokens", "ttft_ms",
-    "tpot_ms", "e2e_ms", "slot", "retractions", "rejected", "reject_reason")
-
-
-def requests_frame(records: Sequence[RequestRecord]) -> pd.DataFrame:
-    """One row per request with derived latencies (NaN where undefined, e.g. rejected)."""
-    rows = [(r.req_id, r.arrival_s, r.first_token_s, r.finish_s, r.prompt_tokens,
-             r.output_tokens, r.ttft_ms, r.tpot_ms, r.e2e_ms, r.slot, r.retractions,
-             bool(r.rejected), r.reject_reason) for r in records]
-    return pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
 
 
 def _write_json(path: Path, payload: dict) -> None:

@@ -11,6 +11,9 @@ from ppsched.experiments.policies import Policy
 
 @dataclass(frozen=True, slots=True)
 class Setup:
+    """What every run of an experiment shares: model, hardware, seed, base SLO (scaled per
+    SLO scale), DS's hold limit, mixed batches and ALP's offline profile."""
+
     model: str = "qwen2.5-32b"
     hardware: str = "a100-40g-pcie"
     seed: int = 0

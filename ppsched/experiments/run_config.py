@@ -27,6 +27,11 @@ def parse_parallel(text: str) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
+    """One simulated run: model (built-in name or HF config.json), hardware, ``parallel``
+    (ppN or tpN), chunk controller spec, delay scheduling on/off, SLO, seed and the engine's
+    SGLang-like settings (KV memory fraction, running-request caps, mixed chunks, context
+    length, prefix cache, admission control). Every field is checked when built."""
+
     model: str = "qwen2.5-32b"
     hardware: str = "a100-40g-pcie"
     parallel: str = "pp4"

@@ -63,6 +63,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
                          rate=args.rate, replay=args.replay, window_min=args.window_min,
                          speedup=args.speedup, num_requests=args.num_requests,
                          duration_s=args.duration_s, seed=args.seed,
-                         max_context=args.max_context, data_dir=args.data_dir,
+                         max_context=args.max_context,
+                         max_prompt=getattr(args, "max_prompt", None), data_dir=args.data_dir,
                          resample=args.rate is not None
                          and getattr(args, "lengths", "sampled") == "sampled")

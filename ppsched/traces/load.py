@@ -40,9 +40,10 @@ def _duration(value: float | None) -> float | None:
     return float(value)
 
 
-def cap_context(prompt: np.ndarray, output: np.ndarray, max_context: int
-                ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Cap prompt+output at max_context by scaling both down proportionally.
+def cap_context(prompt: np.ndarray, output: np.ndarray, max_context: int,
+                max_prompt: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Cap prompt+output at max_context by scaling both down proportionally, then (when given)
+    the prompt alone at max_prompt.
 
     Proportional (not prompt-first) so a capped request keeps its prefill/decode character. Each
     side keeps >= 1 token and never grows. Returns (prompt, output, number of capped requests).
@@ -54,6 +55,10 @@ def cap_context(prompt: np.ndarray, output: np.ndarray, max_context: int
     scaled = np.maximum(1, (prompt[over] * max_context) // total[over])
     new_prompt[over] = scaled
     new_output[over] = max_context - scaled
+    if max_prompt is not None:
+        long_prompt = new_prompt > max_prompt
+        new_prompt[long_prompt] = max_prompt
+        over |= long_prompt
     return new_prompt, new_output, int(over.sum())
 
 
@@ -110,7 +115,8 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
                   replay: bool = False, window_min: float | None = None, speedup: float = 1.0,
                   num_requests: int | None = None, duration_s: float | None = None,
                   seed: int = 0, max_context: int | None = None,
-                  data_dir: str | None = None, resample: bool = False) -> Workload:
+                  data_dir: str | None = None, resample: bool = False,
+                  max_prompt: int | None = None) -> Workload:
     """Build a workload from a catalog name or a user trace file (exactly one).
 
     Arrivals: `rate` gives seeded Poisson arrivals; otherwise a timestamped (azure) trace is
@@ -121,12 +127,17 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
     whole file, 1000 for synthetic) and/or `duration_s` (arrivals strictly before it).
     `resample` (Poisson only) draws every request's lengths i.i.d. from all rows (seeded) even
     when the file has enough rows, so a short run represents the whole trace and each seed sees
-    its own sample (the goodput method uses it). `max_context` caps prompt+output, counted in
-    `truncated` and stated in `notes`.
+    its own sample (the goodput method uses it). `max_context` caps prompt+output and
+    `max_prompt` the prompt alone (a live server's limits), counted in `truncated` and stated in
+    `notes`.
     Arrival and length draws use separate seeded streams, so lengths do not change with rate.
     """
     num_requests = _positive_int("--num-requests", num_requests)
     max_context = _positive_int("--max-context", max_context, minimum=2)
+    max_prompt = _positive_int("max_prompt", max_prompt)
+    if max_prompt is not None and max_context is None:
+        raise UserError(f"max_prompt={max_prompt} without max_context: expected both (a prompt "
+                        "cap applies with a prompt + output cap)")
     seed = _positive_int("--seed", seed, minimum=0) or 0
     duration_s = _duration(duration_s)
     check_speedup(speedup)
@@ -199,10 +210,11 @@ def load_workload(name: str | None = None, *, trace_file: str | None = None,
             prompt, output = output, prompt
     truncated = 0
     if max_context is not None:
-        prompt, output, truncated = cap_context(prompt, output, max_context)
+        prompt, output, truncated = cap_context(prompt, output, max_context, max_prompt)
         if truncated:
-            notes.append(f"{truncated} requests capped at max_context={max_context} "
-                         "(prompt and output scaled down proportionally)")
+            prompt_cap = f", prompt at {max_prompt}" if max_prompt is not None else ""
+            notes.append(f"{truncated} requests capped at max_context={max_context}"
+                         f"{prompt_cap} (prompt and output scaled down proportionally)")
     blocks = _block_ids(table, index, prompt, swapped=entry.swap)
     requests = tuple(RequestSpec(i, float(t), int(p), int(o), b) for i, (t, p, o, b)
                      in enumerate(zip(times, prompt, output, blocks, strict=True)))

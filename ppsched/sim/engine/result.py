@@ -10,16 +10,26 @@ import pandas as pd
 from ppsched.core.requests import RequestRecord
 from ppsched.core.slo import Slo
 from ppsched.metrics import percentiles, summarize
+from ppsched.metrics.frame import requests_frame
 from ppsched.sim.invariants import RunStats
 
 
 @dataclass(frozen=True)
 class SimResult:
+    """One simulated run: per-request records (``requests`` as a DataFrame), per-iteration log,
+    decisions, and the summary (metrics, engine figures, the config)."""
+
     records: list[RequestRecord]
     iterations: pd.DataFrame  # one row per stage and microbatch (columns in engine.log.COLUMNS)
     decisions: list[dict]  # every chunk decision; every trim that held someone
     summary: dict
     stats: RunStats = field(repr=False)
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """One row per request (``ppsched.metrics.frame.REQUEST_COLUMNS``): arrival, first
+        token and finish times, lengths, TTFT/TPOT/E2E in ms, rejected and why."""
+        return requests_frame(self.records)
 
 
 def engine_summary(records: list[RequestRecord], iterations: pd.DataFrame, slo: Slo, *,
