@@ -1,9 +1,9 @@
-"""Issue 14's table from ``ppsched goodput`` outputs (``ppsched.experiments.controller_table``).
+"""The controller table from ``ppsched goodput`` outputs (``ppsched.experiments.controller_table``).
 
 Usage: .venv/bin/python bench/dcp_table.py [--all-scales] OUT_DIR [OUT_DIR ...]
 (each OUT_DIR holds a goodput.csv)
 
-By default only the issue's SLO scales (1.0, 0.8, 0.6, 0.4) are counted, as in results/REPORT.md;
+By default only the table's SLO scales (1.0, 0.8, 0.6, 0.4) are counted, as in results/REPORT.md;
 ``--all-scales`` keeps every scale in the files (results/goodput also has SLO 0.2).
 """
 

@@ -23,7 +23,7 @@ from ppsched.predictor.profile import default_profile
 from ppsched.sim.cost import build_cost_model
 
 # What one or two staircase bands of training data cannot reveal (measured, bench/predictor.md):
-# since issue 13 the simulator's linear layers run above the profile's staircase at small token
+# the simulator's linear layers run above the profile's staircase at small token
 # counts (+5.1 ms = +46% at <= 128 tokens, +1.8 ms at 256, +0.4 ms at 384, ~0 from 1536 on; the
 # eager launch floor, 4.2 ms per stage here, never binds a prefill stage). Whether that excess is
 # a level (it scales up with the chunk) or an offset (it stays) is not in the data, so the test
