@@ -1,4 +1,4 @@
-"""Chunk controllers: per-decision cost in CPython (budget: <= 50 us per decision), and end-to-end on the sim.
+"""Chunk controllers: per-decision cost in CPython (budget <= 50 us), and end-to-end on the sim.
 
 Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
        .venv/bin/python bench/bench_dcp.py --bound --rates 6 [--workload sharegpt]

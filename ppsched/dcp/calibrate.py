@@ -127,9 +127,9 @@ def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, de
     prices it. Only the chosen size's neighbour: priced this way above every measured tile, each
     tile that expired was tried in turn up the whole ladder (512, 640, ... 1152 beside a steady
     384 took 10% of the batch phase's decisions on chat-batch 14B and cost its P90 TTFT 190 ms:
-    ``bench/bench_dcp_shifting.py --workload chat-batch``), while climbing from the choice reaches the right size all the
-    same. ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are
-    its prefill tokens plus these)."""
+    ``bench/bench_dcp_shifting.py --workload chat-batch``), while climbing from the choice
+    reaches the right size all the same. ``decodes``: the decodes riding in each candidate's
+    microbatch (its batched tokens are its prefill tokens plus these)."""
     above = chosen + 1
     if above >= len(costs.prefill):
         return None
