@@ -216,9 +216,9 @@ def test_a_sparse_second_band_overrules_a_wrong_profiles_level(setup, factor):
     # What predictive runs in SGLang's plain loop: mostly 128-token chunks, 1 chunk in 20 of 256
     # tokens. Those few two-band samples show the level; with the Gaussian prior on it (the
     # profile's own level +-10%) the x10 profile held 256-token prefills at +19..+26% (the
-    # controller then kept to 128-token chunks: bench/predictor.md, "Closed loop"). The
-    # Student-t prior (LEVEL_PRIOR_DOF) yields to data that lie many SDs from it, so every
-    # factor now learns what the data cover, as the right profile does.
+    # controller then kept to 128-token chunks: bench/predictor.md, "A profile for other
+    # hardware"). The Student-t prior (LEVEL_PRIOR_DOF) yields to data that lie many SDs from
+    # it, so every factor learns what the data cover, as the right profile does.
     cost, profile = setup
     alp = ALPredictor(profile.scaled(factor))
     rng = random.Random(4)

@@ -2,7 +2,7 @@
 
 Why: the SLO rule (``rule_slo``) compares stage times across budgets that sit on different tiles
 of a staircase (stage time jumps every 128 batched tokens), and ALP's linear-plus-correction form
-misses a fixed per-stage offset (bench/dcp.md, "Method"): early on it predicts 11 ms for a
+misses a fixed per-stage offset (measured on the simulator): early on it predicts 11 ms for a
 40-decode stage that takes 19 ms, which makes small budgets look twice as productive as they are.
 Each measured stage teaches the residual (measured - predicted) of its tile; a prediction is then
 shifted by its tile's residual, or by the mean residual over all tiles until its own has data.
