@@ -21,13 +21,15 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check ppsched tests bench scripts
+	bash scripts/lint_history.sh
 	# Real SGLang 0.5.23 on CPU for the live plugin tests: built once per machine (~3.5 GB,
 	# ~2-4 min), cached in ~/.cache/ppsched/sglang-venv (PPSCHED_SGLANG_VENV overrides).
 	bash scripts/setup_sglang_cpu.sh
 	$(BIN)/python -m pytest -q -rs
 
 lint: $(STAMP)
-	$(BIN)/ruff check ppsched tests
+	$(BIN)/ruff check ppsched tests bench scripts
+	bash scripts/lint_history.sh
 
 # The full results stay untracked; the pinned summary (results/pinned/, docs/img/) and the docs
 # generated from it (BENCHMARKS.md, README.md's results block) are what git tracks.

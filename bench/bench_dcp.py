@@ -1,4 +1,4 @@
-"""Chunk controllers: per-decision cost in CPython (issue 5: <= 50 us), and end-to-end on the sim.
+"""Chunk controllers: per-decision cost in CPython (budget <= 50 us), and end-to-end on the sim.
 
 Usage: .venv/bin/python bench/bench_dcp.py [--calls N]
        .venv/bin/python bench/bench_dcp.py --bound --rates 6 [--workload sharegpt]
@@ -10,7 +10,7 @@ grid where every seed and every lower rate meets P90 TTFT <= 2000 ms and P90 TPO
 Two figures per controller: 'per call' with the controller's own cadence (what the scheduler pays
 on average per iteration), and 'full decision' where every call is a decision iteration (the
 worst single call); "predictive@mixed" is predictive after it has seen a mixed batch (its
-mixed-loop SLO rule; like every predictive rule since session 9 it decides every 2*pp
+mixed-loop SLO rule; like every predictive rule it decides every 2*pp
 iterations, so 'full decision' is its cost per decision); "+roomy-kv" runs it with 10% of the KV
 cache in use instead of 80%, where a size larger than the price's choice fits the KV budget and
 the rule checks every queued request's TTFT deadline. Snapshots are realistic in size: a

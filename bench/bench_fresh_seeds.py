@@ -11,7 +11,7 @@ admissions keep up, the last quarter too) at ``--factor`` times its measurement 
 verification's length). The search uses seeds 0.., its 4x check 1000.. and 2000..; the default
 seeds 3000-3005 are none of those. Where two policies' goodputs differ by one step of the search
 or its 4x check, this says whether one holds the other's rate on fresh seeds as often as the
-other does, which a single ladder cannot (bench/dcp.md, "Session 19").
+other does, which a single ladder cannot (bench/dcp.md, "Known shortfalls").
 """
 
 from __future__ import annotations

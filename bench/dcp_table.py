@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/dcp_table.py [--all-scales] SOURCE [SOURCE ...]
 results/pinned/goodput.csv, heldout.csv and heldout_models.csv, the pinned data BENCHMARKS.md
 is generated from)
 
-By default only the target's SLO scales (1.0, 0.8, 0.6, 0.4) are counted, as in BENCHMARKS.md;
+By default only the table's SLO scales (1.0, 0.8, 0.6, 0.4) are counted, as in BENCHMARKS.md;
 ``--all-scales`` keeps every scale in the files (make paper's goodput also has SLO 0.2).
 """
 

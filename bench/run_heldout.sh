@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 14's held-out cells under the sustained method (3 seeds, lowest over seeds, every point
+# The controller table's held-out cells under the sustained method (3 seeds, lowest over seeds, every point
 # verified at 4x the window): predictive vs oracle-static, greedy and predictive-paper on the
 # workloads the controller was not developed on. azure-conv (development) is in make paper's
 # results/goodput/. Usage: bash bench/run_heldout.sh [GROUP ...]   GROUP = model:workload[:cap]
 # Output: results/heldout/<model>-<workload>/goodput.csv; table: bench/dcp_table.py.
 # A model may be a config.json folder (bench/models/*: models no rule was developed on); its folder
-# name names the output. OUT_ROOT (default results/heldout) and SLO_SCALES (default the issue's
+# name names the output. OUT_ROOT (default results/heldout) and SLO_SCALES (default the table's
 # 1.0,0.8,0.6,0.4) override.
 set -euo pipefail
 cd "$(dirname "$0")/.."

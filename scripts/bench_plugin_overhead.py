@@ -6,7 +6,7 @@ per microbatch turn on the deciding rank, timed together.
 
     python scripts/bench_plugin_overhead.py [--waiting 256] [--running 256] [--pp 4] [--components]
 Run it with the SGLang venv's python to include Prometheus (it prints whether it did).
-Budget (issue 16): <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
+Budget: <= 50 us at 256/256 (PP4), <= 100 us at 1024/512.
 
 The decision log's writer thread serializes the records and publishes the counters every 50 ms,
 and the learner thread (``sglang_patch/learner.py``) has ALP predict and learn each stage, both

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ppsched"
-POLICY_PACKAGES = ("dcp", "predictor", "delay_sched", "core")
+POLICY_PACKAGES = ("dcp", "predictor", "delay_sched", "admission", "core")
 ENGINE_PREFIXES = ("ppsched.sim", "ppsched.sglang_patch", "sglang", "torch")
 
 

@@ -1,4 +1,4 @@
-"""Issue 14's table: the target per cell, the ratio, the count, the scale filter."""
+"""The controller table: the target per cell, the ratio, the count, the scale filter."""
 
 from __future__ import annotations
 

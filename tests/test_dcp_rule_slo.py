@@ -168,7 +168,7 @@ def test_the_least_size_that_brings_the_queue_in_time_past_the_tpot_price():
 def test_an_escalation_is_kept_until_its_request_is_served():
     """Re-planned from the TPOT price at every decision, an escalated prompt went back to the
     price's size as soon as it was just in time again, and reached its first token at its
-    deadline: late on any error of the drain (32B sharegpt SLO 0.4, bench/dcp.md session 15)."""
+    deadline: late on any error of the drain (32B sharegpt SLO 0.4)."""
     tight = Slo(300.0, 100.0)
     ctl = mixed_ctl(tight)
     first = ctl.decide(make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE))
@@ -198,7 +198,7 @@ def test_an_escalation_is_kept_until_its_request_is_served():
 
 def test_the_price_is_eased_while_tpot_is_the_tighter_slo():
     """At the price's top every round costs TPOT that a slack TTFT does not need (14B azure-code
-    at SLO 1: P90 TPOT 200.7 of 200 ms, TTFT 1,348 of 2,000; bench/dcp.md session 16)."""
+    at SLO 1: P90 TPOT 200.7 of 200 ms, TTFT 1,348 of 2,000)."""
     rule = SloRule(SLO, 4, LinearFake(), TileResidual())
     grid = tuple(range(128, 2049, 128))
     fresh = [waiting(0, 100.0, 3000)]
@@ -226,7 +226,7 @@ def test_the_ease_waits_until_the_measured_tpot_says_the_price_would_overrun():
     """TPOT the closer SLO (100 of 200 ms against TTFT's 500 of 2,000) is not enough: the ease
     acts only when the recent P90 TPOT, scaled from the recent mean stage to the price's choice,
     passes SLO_TPOT (14B mooncake-synthetic at SLO 0.6: eased to 128-256 at a burst's start with
-    P90 TPOT at 63% of its limit; bench/dcp.md, session 24)."""
+    P90 TPOT at 63% of its limit)."""
     rule = SloRule(SLO, 4, LinearFake(), TileResidual())
     grid = tuple(range(128, 2049, 128))
     fresh = [waiting(0, 100.0, 3000)]

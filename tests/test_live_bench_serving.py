@@ -1,7 +1,7 @@
 """SGLang's own client (``python -m sglang.bench_serving --backend sglang --dataset-name
 random-ids``, offline) against the plugin server on CPU: no failures, real TTFT/ITL (the model
 gets an offline tokenizer, so the server streams text), the plugin acted, and its Prometheus
-counters equal what its decision log records (issue 18).
+counters equal what its decision log records.
 """
 
 from __future__ import annotations

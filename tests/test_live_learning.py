@@ -1,5 +1,5 @@
 """Live (real SGLang 0.5.23, CPU, --pp-size 2): the controller learns the server and honours the
-user's choices (issue 18).
+user's choices.
 
 Three servers with the same tiny model, `predictive` chunking, the built-in (A100) profile and
 the candidates 8..128, under the same load: SGLang's default loop with a loose TPOT SLO (ALP
@@ -200,7 +200,7 @@ def print_by_kind(stages: list[dict], alp: np.ndarray, ref: np.ndarray,
 
 def test_alp_level_matches_the_server(plain):
     # The A100 profile starts ~10^4x off this CPU server (first line printed). Stuck on a
-    # profile, ALP was 2.8x / 0.33x off (issue 18); learned, its median ratio to the measured
+    # profile, ALP was 2.8x / 0.33x off; learned, its median ratio to the measured
     # stage is near 1 even where the stage times themselves scatter.
     _, _, ratio = report(plain, "default loop")
     assert 1 / 1.5 <= np.median(ratio) <= 1.5
@@ -220,7 +220,7 @@ def test_alp_mape_after_warmup(plain):
     print(f"  ALP MAPE {alp.mean():.1f}% (95% lower bound {alp_low:.1f}%), reference "
           f"{ref.mean():.1f}% (95% upper bound {ref_high:.1f}%)")
     if ref_high > 15.0:
-        # The shared 2-core dev box under other engineers' load: identical batches differ by
+        # A shared 2-core box under other jobs' load: identical batches differ by
         # about 15% or more on average, which no predictor can beat. Not a pass.
         pytest.skip(f"stage times do not repeat on this box (hindsight per-shape median "
                     f"{ref.mean():.1f}% MAPE, upper bound {ref_high:.1f}%; ALP "

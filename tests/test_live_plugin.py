@@ -1,4 +1,4 @@
-"""Real SGLang 0.5.23 on CPU at --pp-size 2 with and without the plugin (issue 8, issue 9 soak).
+"""Real SGLang 0.5.23 on CPU at --pp-size 2 with and without the plugin, and a soak.
 
 Skipped only when the SGLang venv (scripts/setup_sglang_cpu.sh) is absent. Two servers, each
 shared by the tests that need it (module-scoped); tests run in file order, the fault test last.
@@ -250,7 +250,7 @@ def test_abort_a_held_request(plugin, plugin_main):
 
 
 def test_soak_burst_with_client_aborts(plugin):
-    """Issue 9 at CI size: 200 requests, a burst, 10% closed mid-stream; nothing lost."""
+    """The soak at CI size: 200 requests, a burst, 10% closed mid-stream; nothing lost."""
     specs = workload(200, seed=9, burst_s=20.0, max_prompt=200, max_out=16)
     burst = [RequestSpec(s.req_id, 5.0 if 60 <= s.req_id < 100 else s.arrival_s,
                          s.prompt_tokens, s.output_tokens) for s in specs]

@@ -1,6 +1,6 @@
 """Two SGLang "nodes" on loopback (``--nnodes 2``, one PP rank each, CPU): the plugin acts
 identically on both with a decision log per node; with the plugin missing on node 1 the
-start-up agreement keeps node 0 off too and the server serves stock (issue 16).
+start-up agreement keeps node 0 off too and the server serves stock.
 
 Each case starts node 1 (no HTTP server) then node 0 (waits for /health). Ports 32000-32999.
 """

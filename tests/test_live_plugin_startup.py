@@ -1,6 +1,6 @@
 """Real SGLang on CPU: a plugin that cannot enable on one PP rank turns itself off on every rank
 (start-up agreement), says so once, and the server serves stock; the gauge and counters are on
-/metrics from start-up (issue 16).
+/metrics from start-up.
 
 One server, shared by the assertions. Ports 32000-32999.
 """

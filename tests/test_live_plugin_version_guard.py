@@ -1,5 +1,5 @@
 """Real SGLang on CPU presenting another version: the version guard keeps the plugin off on every
-rank, says why, and the server serves stock (issue 16, the guard's off path on a running server).
+rank, says why, and the server serves stock (the guard's off path on a running server).
 
 The installed SGLang 0.5.23 is made to report 0.5.99 the way another install would, through
 ``importlib.metadata.version`` (a ``sitecustomize`` on the server's PYTHONPATH, loaded by every

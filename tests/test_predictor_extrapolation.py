@@ -23,7 +23,7 @@ from ppsched.predictor.profile import default_profile
 from ppsched.sim.cost import build_cost_model
 
 # What one or two staircase bands of training data cannot reveal (measured, bench/predictor.md):
-# since issue 13 the simulator's linear layers run above the profile's staircase at small token
+# the simulator's linear layers run above the profile's staircase at small token
 # counts (+5.1 ms = +46% at <= 128 tokens, +1.8 ms at 256, +0.4 ms at 384, ~0 from 1536 on; the
 # eager launch floor, 4.2 ms per stage here, never binds a prefill stage). Whether that excess is
 # a level (it scales up with the chunk) or an offset (it stays) is not in the data, so the test
@@ -216,9 +216,9 @@ def test_a_sparse_second_band_overrules_a_wrong_profiles_level(setup, factor):
     # What predictive runs in SGLang's plain loop: mostly 128-token chunks, 1 chunk in 20 of 256
     # tokens. Those few two-band samples show the level; with the Gaussian prior on it (the
     # profile's own level +-10%) the x10 profile held 256-token prefills at +19..+26% (the
-    # controller then kept to 128-token chunks: bench/predictor.md, "Closed loop"). The
-    # Student-t prior (LEVEL_PRIOR_DOF) yields to data that lie many SDs from it, so every
-    # factor now learns what the data cover, as the right profile does.
+    # controller then kept to 128-token chunks: bench/predictor.md, "A profile for other
+    # hardware"). The Student-t prior (LEVEL_PRIOR_DOF) yields to data that lie many SDs from
+    # it, so every factor learns what the data cover, as the right profile does.
     cost, profile = setup
     alp = ALPredictor(profile.scaled(factor))
     rng = random.Random(4)

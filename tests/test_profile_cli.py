@@ -159,7 +159,7 @@ def test_eval_on_the_simulator_json(capsys):
 
 @pytest.mark.parametrize("factor", ["0.1", "10"])
 def test_scaled_profile_is_unlearned_in_eval(tmp_path, capsys, factor):
-    """Issue 18's acceptance, at its size: an offline profile 10x off is unlearned within the
+    """The wrong-profile acceptance, at its size: an offline profile 10x off is unlearned within the
     default warm-up (before the device scale: 6.0% / 85% MAPE)."""
     out = tmp_path / "p.json"
     assert main(["profile", "scale", "--factor", factor, "--out", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""Cost-model fidelity rules of issue 13: long-token extrapolation, same-TP sources, launch-bound
+"""Cost-model fidelity rules: long-token extrapolation, same-TP sources, launch-bound
 elementwise ops on the 40 GB part, and SGLang's decode CUDA graphs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The simulated radix prefix cache and long-context handling (issue 13)."""
+"""The simulated radix prefix cache and long-context handling."""
 
 from __future__ import annotations
 

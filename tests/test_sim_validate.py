@@ -58,7 +58,7 @@ def test_lomo_detail_reports_every_cut() -> None:
     assert set(detail["by_tokens"]) == {"1-64", "65-512", "513-4096"}
     assert set(detail["by_model"]) == {"CodeLlama-34b-Instruct-hf", "Llama-2-7b-hf", "Qwen-72B",
                                        "internlm-20b", "phi-2"}
-    # regression guards: before issue 13 these read 8.72% overall, 4.59% per layer, 8.81% beyond;
+    # regression guards: an earlier cost model read 8.72% overall, 4.59% per layer, 8.81% beyond;
     # after h13 6.37 / 3.53 / 6.20 with phi-2 at 25.6%; after the kernel rules (h13b) 5.45 /
     # 3.57 / 5.09 with phi-2 at 12.8%
     assert detail["overall_mape"] < 6.0

@@ -2,7 +2,7 @@
 
 Why: the SLO rule (``rule_slo``) compares stage times across budgets that sit on different tiles
 of a staircase (stage time jumps every 128 batched tokens), and ALP's linear-plus-correction form
-misses a fixed per-stage offset (bench/dcp.md, item 3): early on it predicts 11 ms for a
+misses a fixed per-stage offset (measured on the simulator): early on it predicts 11 ms for a
 40-decode stage that takes 19 ms, which makes small budgets look twice as productive as they are.
 Each measured stage teaches the residual (measured - predicted) of its tile; a prediction is then
 shifted by its tile's residual, or by the mean residual over all tiles until its own has data.
@@ -126,10 +126,10 @@ def explore_above(residual: TileResidual, costs: CandidateCosts, chosen: int, de
     candidate's lower bound: the rule tries it once, and from then on its own measured residual
     prices it. Only the chosen size's neighbour: priced this way above every measured tile, each
     tile that expired was tried in turn up the whole ladder (512, 640, ... 1152 beside a steady
-    384 took 10% of the batch phase's decisions on chat-batch 14B and cost its P90 TTFT 190 ms,
-    bench/dcp.md session 11), while climbing from the choice reaches the right size all the
-    same. ``decodes``: the decodes riding in each candidate's microbatch (its batched tokens are
-    its prefill tokens plus these)."""
+    384 took 10% of the batch phase's decisions on chat-batch 14B and cost its P90 TTFT 190 ms:
+    ``bench/bench_dcp_shifting.py --workload chat-batch``), while climbing from the choice
+    reaches the right size all the same. ``decodes``: the decodes riding in each candidate's
+    microbatch (its batched tokens are its prefill tokens plus these)."""
     above = chosen + 1
     if above >= len(costs.prefill):
         return None

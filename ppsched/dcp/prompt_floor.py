@@ -5,10 +5,10 @@ The SLO holds on the P90 TTFT, and the price's choice (the most efficient size w
 budget) can be a size at which the long prompts of the workload cannot be prefilled within
 SLO_TTFT even with nothing ahead of them: measured, 32B sharegpt at SLO 0.4 (800 ms TTFT, 80 ms
 TPOT) took 128 in 70% of its decisions (4 s(256) = 95 ms > 80), and its P90 TTFT sat at the SLO
-at every rate while a fixed 256 held it (bench/dcp.md, sessions 19 and 20). The deadline check
-(``SloRule._in_time``) raises the size only for the queue of the moment, when a long prompt is
-already waiting; the floor applies its drain model (without the gap on the crossing stages) to
-the prompt lengths the SLO's percentile is made of.
+at every rate while a fixed 256 held it (``bench/bench_fresh_seeds.py``; bench/dcp.md). The
+deadline check (``SloRule._in_time``) raises the size only for the queue of the moment, when a
+long prompt is already waiting; the floor applies its drain model (without the gap on the
+crossing stages) to the prompt lengths the SLO's percentile is made of.
 
 The prompts: each queued request's uncached prompt tokens, taken when the rule first sees it,
 over as many recent requests as the snapshot carries recent TTFT samples (the most it has

@@ -5,107 +5,53 @@ paper's cadence, kept by the ``predictive`` shell).
 In a mixed loop the asking slot's d decodes ride in the microbatch and spend one budget token
 each, so a budget c carries c - d prefill tokens in a predicted stage time s(c) (ALP, shifted by
 the measured residual of its 128-token tile, ``calibrate``). A decode advances once per round of
-pp microbatches, and a microbatch needs pp stage times to cross the pipeline, so the round of
-the slot that runs it lasts at least pp * s(c).
+pp microbatches, so the round of the slot that runs it lasts at least pp * s(c).
 
-- TPOT budget: the user's SLO_TPOT, or less when the KV cache binds. By Little's law the KV
-  that decoding requests hold is proportional to their lifetime, i.e. to TPOT, at a given
-  arrival rate; a mean round of R ms with U of the K KV tokens in use would fill the cache at
-  R * K / U. R is measured: the time between a decoding slot's launches (``rounds.RoundMeter``,
-  over the arrival window), which includes the scheduler's time and the result's return that no
-  stage time shows; pp * the mean recent stage-0 time until the engine has reported a round.
-  Past that, admission stalls, queued requests miss TTFT while every chunk gets slower
-  (measured: fixed chunks above the knee lose TTFT to a full cache, not to prefill throughput).
-  Budget = min(SLO_TPOT, R * K / U).
-- Choice: among candidates whose pp * s(c) fits the budget, the greatest prefill supply
-  (c - d) / s(c): the per-token efficiency of the chunk, which drains the queue fastest and so
-  keeps TTFT's margin, not the cheapest chunk that just covers the arrival rate (which served
-  requests just before their deadline). Ties: the shorter stage.
-- Sizes never run: the candidate right above the choice, whose tile has not run within the
-  forgetting window while the choice's has, is priced at the choice's stage (its lower bound,
-  ``calibrate.explore_above``); if the rule would take it at that price, it tries it once
-  ("...:explore") instead of trusting ALP's extrapolation to it for ever. Only the choice's
-  neighbour: every tile above the measured ones, each in turn, cost the pipeline a cascade of
-  trials up the ladder whenever their tiles expired.
-- None fits: the candidate with the least stage time, the smallest ("tpot-tight:least-stage").
-- Keeping up before the KV budget: where the KV binds and its budget leaves only sizes whose
-  supply is at or below the measured arrival rate of prompt tokens, the queue grows for as long
-  as that lasts, a certain TTFT miss, where the budget's is a forecast (Little's law at the KV
-  in use of the moment) and a full cache stalls admission only until decodes free their KV. The
-  rule then takes the least size within SLO_TPOT whose supply exceeds the arrival rate
-  ("slo:keep-up"); none does: the budget's choice. Measured on 32B sharegpt at SLO 0.8, 1.83
-  req/s, with 95-99% of the KV in use in a burst the budget flipped 256 and 128 (~100 prefill
-  tokens beside ~25 decodes, less than the prompt tokens arriving) and P90 TTFT reached 4.6 s
-  where a fixed 256 kept 1.8 s; with the rule 6 of 10 fresh seeds held it, 7 with keep-up
-  (bench/dcp.md, session 25).
-- The P90 prompt's floor (``prompt_floor``): the price's choice is raised to the least size
-  within the KV budget at which the recent P90 prompt, with nothing ahead of it, reaches its
-  first token within SLO_TTFT ("slo:p90-prompt"). The deadline check sees only the queue of the
-  moment, and the SLO is a percentile over every request: measured, 32B sharegpt at SLO 0.4
-  took 128 in 70% of its decisions and its P90 TTFT sat at the SLO at every rate where a fixed
-  256 held it (bench/dcp.md, sessions 19 and 20). The deadline check and the kept sizes below
-  start from the floor, and the TPOT ease does not go under it (where it did, 5 of 10 fresh
-  seeds missed the SLO at 0.72 req/s, 2 of 10 without: the queue of the moment was in time
-  while the long prompts to come were not).
-- The queue's deadlines before the price. The price is the round of a slot whose every
-  microbatch carries a piece, a bound: rounds without one are shorter, and a request's TPOT is
-  its mean round (measured, 32B sharegpt at SLO 0.4 and 0.7 req/s: fixed 128 and 256 give P90
-  TPOT 75.2 and 76.9 ms under an 80 ms SLO, where 4 s(256) = 95 ms; 128 misses TTFT on 93% of
-  the prompts over 4k tokens). So when the price's choice would bring a queued request to its
-  first token after its SLO_TTFT, the rule takes the least larger size within the KV budget that
-  brings every queued request in time ("ttft:least-in-time"); none does: the price's choice. In
-  time by the drain model below, FCFS: a request waits for the tokens ahead of it, not for the
-  arrivals after it (no rho), and each microbatch also waits rank 0's time that no stage time
-  shows (the measured round's excess over its stages, per microbatch). A request already past
-  its SLO_TTFT sets no deadline.
-- An escalation is kept until the request it was for (the one the size below brings late) has
-  left the queue: until then the price's choice is raised to it ("ttft:kept"), within the KV
-  budget, and the check goes on from there. Re-planned from the price at every decision, an
-  escalated prompt went back to the price's size as soon as it was just in time again, so it
-  reached its first token at its deadline and any error of the drain made it late (32B sharegpt
-  at SLO 0.4, 0.5 req/s: the decisions during the long prompts' drains took 128 in 63%, half of
-  those prompts came late; bench/dcp.md, session 15). Kept only while the recent P90 TTFT is at
-  least as close to its SLO as the recent P90 TPOT to its own: a kept size spends TPOT on TTFT,
-  and where TPOT is the tighter one it pushed P90 TPOT over (32B azure-conv at SLO 0.4, 2.0 req/s:
-  81 ms over 80, with P90 TTFT at 596 of 800 ms).
-- The mirror case: while the recent P90 TPOT is the closer to its SLO, the price's choice is
-  eased to the least size below it that keeps up with the arriving prompt tokens (supply above
-  the measured arrival rate) and still brings every queued request in time
-  ("tpot:least-in-time"). The price lets every round cost up to SLO_TPOT, and the most efficient
-  size within it then spends TPOT on a TTFT margin the SLO does not need. Measured on 14B
-  azure-code at SLO 1, 9.44 req/s (median output 13 tokens: a request's TPOT is a dozen rounds):
-  the price's choice ran 1152-1280 in 52% of decisions, P90 TPOT 200.7 ms over 200 with P90 TTFT
-  1,348 of 2,000; eased (256-640 in 89%), 112.8 and 1,573, for 5% more stage-0 time in pieces
-  (bench/dcp.md, session 16). Only while the measured TPOT says the choice would overrun: the
-  recent P90 TPOT, scaled from the recent mean stage to the choice's (each with the round's
-  gap), above the price's budget. The closer SLO alone let the ease act with P90 TPOT at 58-63%
-  of its limit, and bursts met 128-570-token pieces (14B azure-code SLO 1: 4 of 10 fresh seeds
-  held 9.44 req/s where static:1024 held 8; with the scaled test 8; bench/dcp.md, session 24).
-  Against the budget, not SLO_TPOT alone: where the KV cache binds, easing is what keeps the
-  decoding requests' KV within it (14B azure-conv at SLO 1, 14.2 req/s: 1 of 10 seeds against
-  SLO_TPOT, 7 against the budget, as before).
-- Held for a round and more: a pipeline's microbatches cross the same stages one after
-  another, so a slot's round waits for the longest microbatch ahead of it. Chosen afresh for
-  every microbatch, the best supply differs from piece to piece (a prompt's first piece attends
-  to no prefix and is cheaper per token), the slots run unlike sizes and the stages idle behind
-  the long ones: measured on azure-code 32B at 3.5 req/s, 640 beside 384 left stage 0 idle
-  60 s of 300 where a fixed 384 left 43 s, at the same prefill tokens per stage-ms (bench/dcp.md,
-  session 9). Holding the choice for the shell's cadence keeps the slots alike.
-- Nothing decodes in any slot (e.g. prefill-only jobs: 1 output token, no TPOT): there is no
-  TPOT to keep, and the SLO left is TTFT. Q queued prompt tokens take ceil(Q / p(c))
-  microbatches of s(c) on stage 0, and the last one pp - 1 more stage times to cross the
-  pipeline; prompts arriving meanwhile (the measured arrival rate a, in tokens) take a share
-  rho = a / supply(c) of stage 0, so the drain stretches by 1 / (1 - rho). The requests that
-  decide the P90 are those that wait near the SLO's TTFT, not the queue of the moment, so the
-  rule takes the candidate that brings the most queued tokens to their first token within
-  SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does (it cannot keep
-  up, or not even the crossing fits): the greatest supply ("no-decodes:max-supply"). Sized for
-  the queue of the moment, as before, the choice flipped between 256 and 384 (and up to 1152
-  when the queue was long) where a fixed 384 kept the P90 lower (chat-batch's batch phase,
-  bench/dcp.md sessions 6, 10 and 11). The first request that decodes brings the TPOT budget
-  back at the next decision.
+- TPOT budget: min(SLO_TPOT, R * K / U). By Little's law the KV that decoding requests hold is
+  proportional to their lifetime (their TPOT) at a given arrival rate; a mean round of R ms with
+  U of the K KV tokens in use fills the cache at R * K / U, and past that admission stalls and
+  queued requests miss TTFT. R is measured (``rounds.RoundMeter``: the time between a decoding
+  slot's launches, scheduler time and result return included); pp * the mean recent stage-0
+  time until the engine has reported a round.
+- Choice ("slo:..."): among candidates whose pp * s(c) fits the budget, the greatest prefill
+  supply (c - d) / s(c), which drains the queue fastest; ties: the shorter stage. None fits: the
+  least stage time ("tpot-tight:least-stage").
+- Keep-up ("slo:keep-up"): where the budget leaves only sizes whose supply is at or below the
+  measured arrival rate of prompt tokens, the queue would grow (a certain TTFT miss, where the
+  budget is a forecast), so the rule takes the least size within SLO_TPOT that keeps up.
+- The P90 prompt's floor ("slo:p90-prompt", ``prompt_floor``): the choice is at least the least
+  size within the KV budget at which the recent P90 prompt, alone in the queue, reaches its
+  first token within SLO_TTFT. The SLO is a percentile over every request, while the deadline
+  check below sees only the queue of the moment. Nothing below goes under the floor.
+- Deadlines ("ttft:least-in-time"): when the choice would bring a queued request to its first
+  token after its SLO_TTFT, the least larger size within the KV budget that brings every queued
+  request in time; none does: the choice. In time by the FCFS drain model (``queue_drain``): a
+  request waits for the tokens ahead of it, and each microbatch also waits rank 0's time that no
+  stage time shows. A request already past its SLO_TTFT sets no deadline.
+- Kept escalation ("ttft:kept"): an escalation holds until the request it was for has left the
+  queue, so that a drain error does not make it late; only while the recent P90 TTFT is at
+  least as close to its SLO as the recent P90 TPOT to its own (a kept size spends TPOT on TTFT).
+- TPOT ease ("tpot:least-in-time"): while the recent P90 TPOT is the closer to its SLO and,
+  scaled from the recent mean stage to the choice's, exceeds the budget, the least smaller size
+  that keeps up with the arriving prompt tokens and still brings every queued request in time.
+  The budget lets every round cost up to SLO_TPOT; easing spends less of it where TTFT has room.
+- Explore ("...:explore"): the candidate right above the choice, whose tile has not run within
+  the forgetting window while the choice's has, is priced at the choice's stage (its lower
+  bound, ``calibrate.explore_above``); if the rule would take it at that price, it tries it once
+  rather than trust ALP's extrapolation to it. Only that neighbour, so expired tiles never set
+  off a cascade of trials up the ladder.
+- Held for the shell's cadence: a slot's round waits for the longest microbatch ahead of it, so
+  sizes chosen afresh per microbatch leave stages idle behind the long ones.
+- Nothing decodes ("no-decodes:..."): only TTFT is left. Q queued prompt tokens take
+  ceil(Q / p(c)) microbatches of s(c) on stage 0 plus pp - 1 stage times to cross; prompts
+  arriving meanwhile (rate a) take a share rho = a / supply(c) of stage 0, stretching the drain by
+  1 / (1 - rho). The rule takes the candidate that brings the most queued tokens to their first
+  token within SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does: the
+  greatest supply ("no-decodes:max-supply").
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
-stage times are the only inputs.
+stage times are the only inputs. The evidence for each mechanism is the controller table
+(``make paper``, ``bash bench/run_heldout.sh``) and its fresh-seed check
+(``bench/bench_fresh_seeds.py``); bench/dcp.md gives the figures.
 """
 
 from __future__ import annotations

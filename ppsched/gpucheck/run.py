@@ -22,7 +22,7 @@ from ppsched.gpucheck.stage_forward import (
     within_tolerance,
 )
 
-MAPE_TARGET = 15.0  # % after warm-up: the live bound issue 18 sets for the CPU server
+MAPE_TARGET = 15.0  # % after warm-up: the live bound the CPU server's test holds
 ALP_WARMUP = 50
 
 

@@ -6,7 +6,7 @@ whose priors keep that shape where the data are narrow (so a model trained on 12
 still extrapolates to 2048). On a device whose cost shape is not the profile's (a CPU server:
 attention over a 400-token prefix costs as much as the 128 new tokens' linear layers; on an A100
 it is a few percent) those priors hold the profile's shape against the data, and ALP stays 40-50%
-off the measured stages (issue 18).
+off the measured stages (tests/test_live_learning.py).
 
 ``DeviceFit`` is the other estimate: recursive least squares with a shorter forgetting over seven
 features of the batch, predicting the device's milliseconds from a fit in relative error

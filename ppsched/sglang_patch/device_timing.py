@@ -4,7 +4,7 @@ On CPU a forward is synchronous. With one intra-op thread (torch.get_num_threads
 recipe's OMP_NUM_THREADS=1 per rank) the whole forward runs on the scheduler thread, and that
 thread's CPU time is the stage's compute (``cpu-thread``); the wall time beside it also counts
 whatever else the OS ran on that core meanwhile -- the other rank, the tokenizer, the client, other
-users of a shared box -- and is logged as ``wall_ms``. (Live, issue 18: identical batches repeated
+users of a shared box -- and is logged as ``wall_ms``. (Live: identical batches repeated
 to 25-35% by wall time on the shared 2-core box, to 10-13% by thread time.) With more intra-op
 threads the forward's work is spread over threads the scheduler's clock does not see: wall time
 (``cpu-wall``).

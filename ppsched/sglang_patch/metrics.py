@@ -17,7 +17,7 @@ from collections import Counter
 
 COUNTERS = ("decisions", "chunk_applied", "held_requests", "hold_turns", "stage_measurements",
             "fallbacks", "errors",
-            # counted by main's device-timing and hold-accounting code (issue 15)
+            # counted by the device-timing and hold-accounting code
             "hold_decisions", "holds_dropped", "stage_refused")
 
 _CREATED: dict[str, object] = {}  # one registration per process (re-created on a test reset)

@@ -10,8 +10,9 @@ right for all of it.
   (azure-code lengths: prompt p50 1469 / p90 5188 tokens, output p50 13: long prompts, few
   decoders) and its conversation phase (azure-conv lengths: prompt p50 1020, output p50 129: many
   decoders ride in every stage). Both real Azure 2023 traces, Poisson at one rate. Built to test
-  whether such phases want different chunks; measured (bench/dcp.md "Shifting load"): on the
-  simulated A100 at SLO 1.0 both phases want the same fixed chunk.
+  whether such phases want different chunks; measured
+  (``bench/bench_dcp_shifting.py --workload code-conv``): on the simulated A100 at SLO 1.0 both
+  phases want the same fixed chunk.
 - ``chat_batch``: one deployment alternating, ``period_s`` each, between interactive chat
   (azure-conv lengths: many decoders, TPOT-bound) and a batch of prefill-only jobs (scoring,
   classification, reranking, prefix warming: the prompt is read and one token -- a label, a
@@ -20,7 +21,8 @@ right for all of it.
   (``RequestRecord.tpot_ms`` and the goodput verdict count TPOT over requests with >= 2 output
   tokens only), so the batch phase is bound by TTFT alone, while the chat phase's decoders cap
   the round. Chosen, with its 150 s period and one Poisson rate, before any controller ran on
-  it, as the phase pair that code-conv's measurement said was missing. Measured (bench/dcp.md):
+  it, as the phase pair that code-conv's measurement said was missing. Measured
+  (``bench/bench_dcp_shifting.py --workload chat-batch``):
   the batch phase does not want large chunks either (its TTFT pays the pipeline crossing of the
   last piece), 384 on the simulated A100 32B; the phases differ only where the chat phase's
   TPOT cap is below that (32B at SLO 0.6 and 0.4).

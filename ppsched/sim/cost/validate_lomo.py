@@ -1,5 +1,5 @@
 """Leave-one-model-out in detail: MAPE by op, TP degree and token range, step placement, and
-the per-layer time-weighted error (issue 13).
+the per-layer time-weighted error.
 
 Every profiled (model, TP, op) is predicted from the other models' profiles only, on the
 profiles' own GPU. Token ranges: rows <= 4096 as profiled; "beyond" has no measured rows past
