@@ -230,8 +230,8 @@ def test_round_robin_alternates(fleet):
 def test_cache_aware_keeps_each_prefix_group_on_one_replica(fleet):
     """Every group's later requests match its first one's text by far more than the 0.3
     threshold and the load never gets 64 requests apart, so a group never splits: each
-    replica serves whole groups, and reuses more prefix than round-robin, which splits every
-    group (an odd number of groups, interleaved)."""
+    replica serves whole groups, and reuses more prefix than round-robin, which alternates
+    replicas whatever the group."""
     phases = fleet["phases"]
     for x in phases["cache_aware"]["served"]:
         assert x["sglang:num_requests_total"] % SPEC.per_group == 0, x

@@ -2,10 +2,11 @@
 ``sglang.bench_serving`` (its ``custom`` dataset), sums over Prometheus text, and a failover
 probe that sends requests through the router while a replica dies.
 
-The sequence is the one the simulated fleet replays for its in-kind check (see docs/FLEET.md):
+The sequence is the one the simulated fleet replays for its in-kind check (docs/FLEET.md):
 ``groups`` system prompts of ``prefix_words`` words each, ``per_group`` questions per group, the
-question of request i ``question_base + i`` words long so every prompt has its own length (the
-client's per-request details, listed in send order, then name each request).
+question of request i ``question_base + i`` words long, so every prompt has its own length.
+bench_serving shuffles the rows (seeded by its ``--seed``); its per-request details, listed in
+send order, name each request by its prompt length.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class PromptRow:
 
 @dataclass(frozen=True)
 class SharedPrefixSpec:
-    groups: int = 5  # odd: round-robin over two replicas splits every group
+    groups: int = 5
     per_group: int = 4
     prefix_words: int = 120
     question_base: int = 12
@@ -54,8 +55,8 @@ class SharedPrefixSpec:
             raise ValueError(f"SharedPrefixSpec.vocab {self.vocab} must be >= 4 (ids 0-2 special)")
 
     def rows(self) -> list[PromptRow]:
-        """Requests in group-interleaved order (0, 1, .., G-1, 0, 1, ..): each group's later
-        requests share its system prompt with the first."""
+        """Request i belongs to group ``i % groups``; requests of a group share its system
+        prompt (one word is one token of the offline tokenizer)."""
         rng = random.Random(self.seed)
 
         def words(n: int) -> str:

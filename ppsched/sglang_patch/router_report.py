@@ -38,7 +38,7 @@ def failover_figures(results: list[ProbeResult], polls: list[tuple[float, str]],
         "client_errors": sum(r.status != 200 for r in results),
         "in_flight_at_kill": sum(r.sent_s <= kill_t <= r.done_s for r in results),
         "router_retries": retries[-1][1] - retries[0][1],
-        "dead_failures_seen_by_router": final_f - next(f for t, f in failures if t >= kill_t),
+        "dead_failures_seen_by_router": final_f - _last_before(failures, kill_t),
         "stopped_choosing_s": None if stopped_at is None else round(stopped_at - kill_t, 2),
         "breaker_open_s": None if opened_at is None else round(opened_at - kill_t, 2),
         "median_latency_before_s": round(statistics.median(before), 3) if before else None,
@@ -48,6 +48,12 @@ def failover_figures(results: list[ProbeResult], polls: list[tuple[float, str]],
         "ok_after_stop": sum(r.status == 200 for r in later),
         "survivor_successes": survivor[-1][1] - survivor[0][1],
     }
+
+
+def _last_before(series: list[tuple[float, float]], t0: float) -> float:
+    """The value of the last sample before ``t0`` (the first sample if none is)."""
+    before = [v for t, v in series if t < t0]
+    return before[-1] if before else series[0][1]
 
 
 def write_live_router_csvs(summary: dict, out_dir: Path) -> list[Path]:
