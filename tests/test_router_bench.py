@@ -91,6 +91,7 @@ def test_failover_figures_from_a_scripted_probe():
     f = failover_figures(results, polls, kill, DEAD, ALIVE)
     assert f["stopped_choosing_s"] == 1.0 and f["breaker_open_s"] == 1.0
     assert f["client_errors"] == 1 and f["in_flight_at_kill"] == 1
+    assert f["client_error_statuses"] == "502"
     assert f["router_retries"] == 10 and f["dead_failures_seen_by_router"] == 10
     assert f["sent_after_stop"] == f["ok_after_stop"] == 2
     assert f["survivor_successes"] == 9

@@ -36,6 +36,8 @@ def failover_figures(results: list[ProbeResult], polls: list[tuple[float, str]],
     return {
         "requests": len(results),
         "client_errors": sum(r.status != 200 for r in results),
+        "client_error_statuses": " ".join(sorted(str(r.status) for r in results
+                                                 if r.status != 200)),
         "in_flight_at_kill": sum(r.sent_s <= kill_t <= r.done_s for r in results),
         "router_retries": retries[-1][1] - retries[0][1],
         "dead_failures_seen_by_router": final_f - _last_before(failures, kill_t),
