@@ -174,7 +174,8 @@ def fleet(tmp_path_factory):
 
         # A box dies: the second replica's whole process group is killed mid-run.
         survivor_before = scrape(servers[0].port)
-        probe = FailoverProbe(router.spec.port, router.spec.prometheus_port)
+        # 24 tokens (~0.4 s a request here): a request is usually in flight at the kill.
+        probe = FailoverProbe(router.spec.port, router.spec.prometheus_port, max_new_tokens=24)
         probe.start()
         time.sleep(KILL_AFTER_S)
         kill_t = kill_now(servers[1])
