@@ -7,6 +7,8 @@
 #
 #   PPSCHED_SGLANG_VENV  venv folder (default ~/.cache/ppsched/sglang-venv)
 #   PYTHON               interpreter to build it with (default python3; 3.11)
+# It also installs sglang-router (SGLang's router, a prebuilt wheel) for tests/test_live_router.py:
+# outside the recipe hash, so adding or upgrading it never rebuilds the venv.
 # Prints the venv's python path as its last line.
 set -euo pipefail
 
@@ -68,6 +70,15 @@ else
     log "built"
 fi
 
+ROUTER_VERSION=0.3.2
+if ! vpy -c "import importlib.metadata as m, sys
+sys.exit(m.version('sglang-router') != '$ROUTER_VERSION')" 2>/dev/null; then
+    log "installing sglang-router==$ROUTER_VERSION"
+    # Its requirements (aiohttp, fastapi, orjson, setproctitle, uvicorn) are SGLang's already.
+    "$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-deps \
+        "sglang-router==$ROUTER_VERSION"
+fi
+
 CURRENT="$(vpy -c 'import pathlib, ppsched; print(pathlib.Path(ppsched.__file__).resolve().parents[1])' \
     2>/dev/null || true)"
 if [[ "$CURRENT" != "$ROOT" ]] || ! vpy -c 'import importlib.metadata as m, sys
@@ -76,5 +87,5 @@ sys.exit(not [e for e in m.entry_points(group="sglang.srt.plugins") if e.name ==
     "$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-deps \
         --no-build-isolation -e "$ROOT"
 fi
-vpy -c "import sglang, sgl_kernel, torchvision, ppsched.sglang_patch" >&2
+vpy -c "import sglang, sgl_kernel, torchvision, sglang_router.launch_router, ppsched.sglang_patch" >&2
 echo "$VENV/bin/python"
