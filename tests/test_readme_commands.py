@@ -10,7 +10,8 @@ checkout.
 
 Skipped, each with its reason: ``make demo`` / ``make test`` (the commands this suite runs
 under), commands that need a GPU, a live SGLang server (the CPU recipe has its own live test) or
-a Ray cluster (tests/test_executor_ray.py). A command none of these rules knows fails
+a Ray cluster (tests/test_executor_ray.py), or SGLang servers behind the router
+(tests/test_live_router.py). A command none of these rules knows fails
 ``test_every_readme_command_is_run_or_skipped_with_a_reason``, so a new README command gets a
 test or a stated reason.
 """
@@ -52,6 +53,8 @@ SKIP_RULES: tuple[tuple[str, str], ...] = (
     (r"--engine http://|sglang\.bench_serving|setup_sglang_cpu\.sh|^PY=|^\$PY |ppsched serve",
      "needs a live SGLang server (the CPU recipe runs in the live tests)"),
     (r"\bray start\b|--executor ray", "needs a Ray cluster (tests/test_executor_ray.py)"),
+    (r"sglang-router|sglang_router",
+     "needs SGLang servers behind the router (tests/test_live_router.py)"),
 )
 
 
