@@ -200,6 +200,38 @@ class CostModel:
             ms += sd * self._draw()
         return ms
 
+    def stage_times(self, shape: BatchShape) -> list[float]:
+        """``stage_ms`` of every stage in stage order, the same values and the same noise draws:
+        the per-layer part (attention, linear layers, their noise) is one computation shared by
+        the stages, which differ only in layer count, embedding and head."""
+        if shape.decode_count == 0 and not shape.prefill:
+            return [0.0] * self.pp_size
+        rows, graph = self._decode_rows(shape)
+        tokens, per_layer, per_layer_sd = self._layers_part(shape, rows)
+        noise = self.noise
+        tp = self.tp_size > 1
+        last = self._last
+        out = []
+        for stage, layers in enumerate(self.layers_per_stage):
+            ms = per_layer * layers
+            sd = per_layer_sd * layers
+            if tp:
+                ms += self._tp_comm_ms(tokens, layers)
+            if stage == 0:
+                ms += extrapolate(self.tables.emb_ms, tokens)
+                if tp:
+                    ms += self._link.all_reduce_ms(tokens * self._hidden_bytes, self.tp_size)
+            if stage == last:
+                head, head_sd = self._head_ms(tokens, rows + len(shape.prefill))
+                ms += head
+                sd += head_sd
+            if not graph and ms < self._launch_ms[stage]:
+                ms = self._launch_ms[stage]
+            if noise and sd > 0.0:
+                ms += sd * self._draw()
+            out.append(ms)
+        return out
+
     def tp_step_ms(self, shape: BatchShape) -> float:
         """TP engine: the whole model on tp_size GPUs for one batch, incl. all-reduces; noisy."""
         if self.pp_size != 1:
