@@ -100,10 +100,13 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     decodes: list[Req] = list(members) if mixed else []
     if decodes:
         st.grow(slot, decodes)
-        for req in decodes:  # the trimmer is bypassed by mixed batches, as in SGLang
-            req.held_streak = 0
+        if feed.trimmer is not None:  # without one, nobody is ever held
+            for req in decodes:  # the trimmer is bypassed by mixed batches, as in SGLang
+                req.held_streak = 0
+    # the decodes are the slot's whole decode set: its context sum (this step's token included)
     shape = BatchShape(prefill=tuple((p.prefix, p.extend) for p in pieces),
-                       decode_count=len(decodes), decode_ctx_sum=sum(r.kv for r in decodes))
+                       decode_count=len(decodes),
+                       decode_ctx_sum=st.slot_ctx[slot] if decodes else 0)
     predicted = decision.predicted_stage_ms
     return Launched(slot, pieces, decodes, shape, chunk,
                     math.nan if predicted is None else float(predicted), entry, None)
@@ -167,5 +170,7 @@ def build_decode(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     else:
         st.decay_ratio()
     st.grow(slot, run)
-    shape = BatchShape(decode_count=len(run), decode_ctx_sum=sum(r.kv for r in run))
+    # this step's token is in the slot's sum (``grow``), not yet in the requests' own counts
+    ctx = st.slot_ctx[slot] if len(run) == len(members) else sum(r.kv for r in run) + len(run)
+    shape = BatchShape(decode_count=len(run), decode_ctx_sum=ctx)
     return Launched(slot, [], run, shape, 0, math.nan, None, trim)

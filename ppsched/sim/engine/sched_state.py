@@ -107,10 +107,11 @@ class SchedState:
 
     # --- decode sets --------------------------------------------------------------------------
     def grow(self, slot: int, run: list[Req]) -> None:
-        """Allocate the KV slot of this step's input token for every running decode."""
+        """Allocate the KV slot of this step's input token for every running decode: in the
+        pool and the slot's context sum now; each request's own ``kv`` counts it when the
+        step's result comes back (``Engine.complete``). Nothing reads a request's ``kv``
+        while its step is in flight: only its own slot's next build does, after the return."""
         self.kv.allocate(len(run))
-        for req in run:
-            req.kv += 1
         self.slot_ctx[slot] += len(run)
 
     def retract(self, req: Req, now: float) -> None:
