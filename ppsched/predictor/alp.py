@@ -254,8 +254,12 @@ class ALPredictor:
             return
         self._anchor()
         self.updates += 1
-        if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
-                or not all(map(math.isfinite, w)):
+        # a diagonal in (0, COV_LIMIT) is finite: NaN and infinities fail the comparisons
+        for i in range(n):
+            if not 0.0 < p[i][i] < COV_LIMIT:
+                self._reset()
+                return
+        if not all(map(math.isfinite, w)):
             self._reset()
 
     def _second_opinion(self, sums: ShapeSums, alp_ms: float, measured_ms: float) -> None:

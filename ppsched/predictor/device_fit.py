@@ -78,7 +78,13 @@ class DeviceFit:
     def covers(self, x: Sequence[float]) -> bool:
         """Inside the box of features seen (interpolation, not extrapolation)."""
         low, high = self.low, self.high
-        return all(lo <= v <= hi for lo, v, hi in zip(low, x, high, strict=True))
+        if len(x) != N_FEATURES:
+            raise ValueError(f"{len(x)} features: expected {N_FEATURES}")
+        # written out: this runs on every stage measurement
+        return (low[0] <= x[0] <= high[0] and low[1] <= x[1] <= high[1]
+                and low[2] <= x[2] <= high[2] and low[3] <= x[3] <= high[3]
+                and low[4] <= x[4] <= high[4] and low[5] <= x[5] <= high[5]
+                and low[6] <= x[6] <= high[6])
 
     def predict_in_box(self, tokens: int, pieces: int, decode_ctx: int, cross: int,
                        square: int, decodes: int) -> float | None:
@@ -128,7 +134,7 @@ class DeviceFit:
             if v > high[i]:
                 high[i] = v
         self.updates += 1
-        if any(not (0.0 < p[i][i] < COV_LIMIT) for i in range(N_FEATURES)):
+        if not all(0.0 < row[i] < COV_LIMIT for i, row in enumerate(p)):
             self.cov = self._prior()  # keep the weights, forget their certainty
             self.resets += 1
 
