@@ -45,8 +45,7 @@ def _admit_one(st: SchedState, req: Req, room: float, now: float) -> float | Non
         if cached_lookup:
             st.kv.unlock_unadmitted(req, now)
         return None
-    st.queue.popleft()
-    st.queue_version += 1
+    st.dequeue_head()
     st.active += 1
     st.rem_output += req.output - req.generated
     st.kv.reserved += req.remaining  # the whole (re)prefill is set aside now

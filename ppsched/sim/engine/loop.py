@@ -17,7 +17,7 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
-from ppsched.sim.engine.sched_state import INIT_TOKEN_RATIO, QUEUE_VIEW, EngineLimits, SchedState
+from ppsched.sim.engine.sched_state import INIT_TOKEN_RATIO, EngineLimits, SchedState
 from ppsched.sim.engine.state import Launched, Req
 from ppsched.sim.engine.timing import CostModel, Pipeline
 from ppsched.sim.invariants import SimInvariantError
@@ -82,10 +82,7 @@ class Engine:
             # what the cache holds now: the queue's view of the prompt's cost (re-matched at
             # admission, when the cache may have changed)
             req.remaining -= cache.match(spec.prefix_block_ids, spec.prompt_tokens)[1]
-        if len(st.queue) < QUEUE_VIEW:
-            st.queue_version += 1
-        st.queue.append(req)
-        st.queued_tokens += req.remaining
+        st.enqueue(req)
 
     def emit(self, req: Req, now: float) -> bool:
         """One output token for ``req`` at ``now``; True when it finished."""
