@@ -134,7 +134,10 @@ class DeviceFit:
             if v > high[i]:
                 high[i] = v
         self.updates += 1
-        if not all(0.0 < row[i] < COV_LIMIT for i, row in enumerate(p)):
+        if not (0.0 < p[0][0] < COV_LIMIT and 0.0 < p[1][1] < COV_LIMIT
+                and 0.0 < p[2][2] < COV_LIMIT and 0.0 < p[3][3] < COV_LIMIT
+                and 0.0 < p[4][4] < COV_LIMIT and 0.0 < p[5][5] < COV_LIMIT
+                and 0.0 < p[6][6] < COV_LIMIT):  # every diagonal, written out
             self.cov = self._prior()  # keep the weights, forget their certainty
             self.resets += 1
 

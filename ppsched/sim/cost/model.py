@@ -211,6 +211,7 @@ class CostModel:
         noise = self.noise
         tp = self.tp_size > 1
         last = self._last
+        launch_ms = self._launch_ms
         out = []
         for stage, layers in enumerate(self.layers_per_stage):
             ms = per_layer * layers
@@ -225,10 +226,15 @@ class CostModel:
                 head, head_sd = self._head_ms(tokens, rows + len(shape.prefill))
                 ms += head
                 sd += head_sd
-            if not graph and ms < self._launch_ms[stage]:
-                ms = self._launch_ms[stage]
+            if not graph and ms < launch_ms[stage]:
+                ms = launch_ms[stage]
             if noise and sd > 0.0:
-                ms += sd * self._draw()
+                i = self._zi  # ``_draw`` inlined (four calls per microbatch)
+                if i < len(self._z):
+                    self._zi = i + 1
+                    ms += sd * self._z[i]
+                else:
+                    ms += sd * self._draw()
             out.append(ms)
         return out
 
