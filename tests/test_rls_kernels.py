@@ -78,3 +78,20 @@ def test_a_bad_denominator_changes_nothing_when_guarded():
     w = [1.0, 2.0]
     assert rls_step(2)(p, w, [1.0, 1.0], 3.0, 0.5, True) is False
     assert p == [[-1.0, 0.0], [0.0, -1.0]] and w == [1.0, 2.0]
+
+
+def test_a_predictor_using_the_kernels_still_pickles():
+    import pickle
+
+    from ppsched.core.batch import BatchShape
+    from ppsched.core.models import BUILTIN_MODELS
+    from ppsched.predictor.alp import ALPredictor
+    from ppsched.predictor.profile import default_profile
+
+    alp = ALPredictor(default_profile(BUILTIN_MODELS["qwen2.5-32b"], pp_size=4))
+    shape = BatchShape(((0, 512),), 8, 4000)
+    alp.update(shape, 40.0)
+    copy = pickle.loads(pickle.dumps(alp))
+    copy.update(shape, 41.0)
+    alp.update(shape, 41.0)
+    assert copy.weights == alp.weights and copy.cov == alp.cov

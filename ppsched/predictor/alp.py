@@ -79,6 +79,9 @@ OFFSET_PRIOR_BANDS = 1.0
 # The device fit (device_fit.py) answers once it has been scored on this many batches inside its
 # box -- twice its number of weights -- and only while its prequential error there is below ALP's.
 FIT_MIN_SCORED = 2 * N_FEATURES
+# unrolled update kernels per weight count (module-level: predictors stay picklable)
+_RLS_STEP = {n: rls_step(n) for n in (4, 5)}
+_ANCHOR_STEP = {n: anchor_step(n) for n in (4, 5)}
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -105,8 +108,8 @@ class ALPredictor:
         self.residual_clip = float(residual_clip)
         self.correct_linear_online = bool(correct_linear_online)
         self.n = 5 if correct_linear_online else 4
-        self._rls_step = rls_step(self.n)
-        self._anchor_step = anchor_step(self.n)
+        self._sums_shape: BatchShape | None = None
+        self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
@@ -183,7 +186,15 @@ class ALPredictor:
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula((shape_sums(shape),))[0]
+        return self._formula((self._sums(shape),))[0]
+
+    def _sums(self, shape: BatchShape) -> ShapeSums:
+        """``shape_sums``, remembered for the last shape: a controller predicts a measured
+        batch and then learns from the same batch."""
+        if shape is not self._sums_shape:
+            self._sums_value = shape_sums(shape)
+            self._sums_shape = shape
+        return self._sums_value
 
     def _formula(self, scan: Sequence[ShapeSums]) -> list[float]:
         """The formula for each batch of the scan; one loop with the weights bound once (a
@@ -229,7 +240,7 @@ class ALPredictor:
         """One RLS step on the residual measured - linear term."""
         if not (math.isfinite(measured_ms) and measured_ms > 0):
             return  # a failed or empty measurement teaches nothing
-        sums = shape_sums(shape)
+        sums = self._sums(shape)
         lin, x = self._x_of(sums, shape.decode_ctx_sum)
         n = self.n
         w = self.weights
@@ -249,7 +260,7 @@ class ALPredictor:
             err = -limit
             self.clipped += 1
         # k = P x / (lambda + x'P x), w += k err, P <- (P - k (Px)^T) / lambda, kept symmetric
-        if not self._rls_step(p, w, x, err, self.forgetting, True):
+        if not _RLS_STEP[n](p, w, x, err, self.forgetting, True):
             self._reset()
             return
         self._anchor()
@@ -314,7 +325,7 @@ class ALPredictor:
             return  # lambda = 1: nothing is forgotten, P0 itself stays the prior
         w = self.weights
         p = self.cov
-        step = self._anchor_step
+        step = _ANCHOR_STEP[self.n]
         for a, precision, one_sided in self._anchors:
             if one_sided and w[a] >= 0.0:
                 continue

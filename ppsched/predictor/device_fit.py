@@ -127,12 +127,13 @@ class DeviceFit:
         xs = [v * inv_y for v in x]
         err = 1.0 / RELATIVE_NOISE - sum(map(mul, w, xs))
         _RLS_STEP(p, w, xs, err, self.forgetting, False)  # k = P xs / (lambda + xs'P xs) ...
-        low, high = self.low, self.high
-        for i, v in enumerate(x):
-            if v < low[i]:
-                low[i] = v
-            if v > high[i]:
-                high[i] = v
+        if not self.covers(x):  # widen the box (most batches already lie inside it)
+            low, high = self.low, self.high
+            for i, v in enumerate(x):
+                if v < low[i]:
+                    low[i] = v
+                if v > high[i]:
+                    high[i] = v
         self.updates += 1
         if not (0.0 < p[0][0] < COV_LIMIT and 0.0 < p[1][1] < COV_LIMIT
                 and 0.0 < p[2][2] < COV_LIMIT and 0.0 < p[3][3] < COV_LIMIT
