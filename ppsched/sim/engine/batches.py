@@ -58,7 +58,7 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
         return None
     limits = st.limits
     feed.flush(now, st.recent_stage)
-    decision = feed.controller.decide(chunk_snapshot(st, slot, now))
+    decision = feed.fixed_decision or feed.controller.decide(chunk_snapshot(st, slot, now))
     chunk = min(decision.chunk_tokens, limits.max_chunk_tokens)
     entry = {"type": "chunk", "time_s": now, "slot": slot, "iteration": st.mb_count,
              "chunk": chunk, "requested_chunk": decision.chunk_tokens, "reason": decision.reason,
