@@ -76,6 +76,8 @@ class CostModel:
         self._rng = np.random.default_rng(seed)
         self._z: list[float] = []
         self._zi = 0
+        # the last stage's head (norm, LM head, sampler) by (tokens, sampled rows)
+        self._head_cache: dict[tuple[int, int], tuple[float, float]] = {}
         self.stage_kv_tokens = self._stage_kv_tokens()
         self.kv_capacity_tokens = min(self.stage_kv_tokens)
 
@@ -212,6 +214,7 @@ class CostModel:
         tp = self.tp_size > 1
         last = self._last
         launch_ms = self._launch_ms
+        z, zi = self._z, self._zi
         out = []
         for stage, layers in enumerate(self.layers_per_stage):
             ms = per_layer * layers
@@ -223,19 +226,24 @@ class CostModel:
                 if tp:
                     ms += self._link.all_reduce_ms(tokens * self._hidden_bytes, self.tp_size)
             if stage == last:
-                head, head_sd = self._head_ms(tokens, rows + len(shape.prefill))
-                ms += head
-                sd += head_sd
+                key = (tokens, rows + len(shape.prefill))
+                head_part = self._head_cache.get(key)
+                if head_part is None:  # noiseless and a function of the key alone
+                    head_part = self._head_cache[key] = self._head_ms(*key)
+                ms += head_part[0]
+                sd += head_part[1]
             if not graph and ms < launch_ms[stage]:
                 ms = launch_ms[stage]
-            if noise and sd > 0.0:
-                i = self._zi  # ``_draw`` inlined (four calls per microbatch)
-                if i < len(self._z):
-                    self._zi = i + 1
-                    ms += sd * self._z[i]
+            if noise and sd > 0.0:  # ``_draw`` inlined (one draw per stage)
+                if zi < len(z):
+                    ms += sd * z[zi]
+                    zi += 1
                 else:
+                    self._zi = zi
                     ms += sd * self._draw()
+                    z, zi = self._z, self._zi
             out.append(ms)
+        self._zi = zi
         return out
 
     def tp_step_ms(self, shape: BatchShape) -> float:
