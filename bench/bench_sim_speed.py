@@ -171,6 +171,8 @@ def main() -> int:
     if args.baseline is not None and not (args.baseline / "ppsched").is_dir():
         raise SystemExit(f"--baseline {args.baseline}: expected a ppsched checkout")
     cells = grid(args.quick)
+    # the code the workers import now is the code measured
+    commits = (_commit(ROOT), _commit(args.baseline) if args.baseline else "")
     trees = {"new": ROOT} | ({"base": args.baseline.resolve()} if args.baseline else {})
     workers = {name: Worker(tree, args.duration) for name, tree in trees.items()}
     for model in sorted({c["model"] for c in cells}):
@@ -216,7 +218,7 @@ def main() -> int:
         w.close()
     _print_summary(rows, bool(args.baseline))
     if args.pin:
-        _pin(rows, args)
+        _pin(rows, args, commits)
     if args.baseline and not all(r["identical"] for r in rows):
         print("outputs differ from the baseline's in some cells", file=sys.stderr)
         return 1
@@ -242,7 +244,16 @@ def _print_summary(rows: list[dict], with_base: bool) -> None:
             print(text)
 
 
-def _pin(rows: list[dict], args: argparse.Namespace) -> None:
+def _commit(tree: Path) -> str:
+    """The checkout's commit, with a mark when its tracked files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree,
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+modified" if dirty else "")
+
+
+def _pin(rows: list[dict], args: argparse.Namespace, commits: tuple[str, str]) -> None:
     out = ROOT / "results" / "pinned"
     out.mkdir(parents=True, exist_ok=True)
     cols = ["model", "workload", "chunk", "load", "rate", "sim_s", "microbatches", "requests",
@@ -253,12 +264,7 @@ def _pin(rows: list[dict], args: argparse.Namespace) -> None:
         writer = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    base = ""
-    if args.baseline:
-        base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.baseline,
-                              capture_output=True, text=True).stdout.strip()
+    commit, base = commits
     command = "python bench/bench_sim_speed.py --pin --duration " + f"{args.duration:g}"
     if args.quick:
         command += " --quick"
