@@ -245,11 +245,12 @@ def _print_summary(rows: list[dict], with_base: bool) -> None:
 
 
 def _commit(tree: Path) -> str:
-    """The checkout's commit, with a mark when its tracked files differ from it."""
+    """The checkout's commit, with a mark when its code differs from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree,
                           capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                            "ppsched", "bench"], cwd=tree, capture_output=True,
+                           text=True).stdout.strip()
     return head + ("+modified" if dirty else "")
 
 
