@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,19 +15,25 @@ class BatchShape:
     prefill: tuple[tuple[int, int], ...] = ()
     decode_count: int = 0
     decode_ctx_sum: int = 0
+    # the pieces' extend tokens, summed once by the validation pass (engines read it several
+    # times per microbatch); derived, so not part of equality, hash or repr
+    _prefill_tokens: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.decode_count < 0 or self.decode_ctx_sum < 0:
             raise ValueError(f"decode_count={self.decode_count} and decode_ctx_sum="
                              f"{self.decode_ctx_sum} must be >= 0")
+        tokens = 0
         for prefix, extend in self.prefill:
             if prefix < 0 or extend <= 0:
                 raise ValueError(f"prefill piece (prefix={prefix}, extend={extend}): expected "
                                  "prefix >= 0 and extend > 0")
+            tokens += extend
+        object.__setattr__(self, "_prefill_tokens", tokens)
 
     @property
     def prefill_tokens(self) -> int:
-        return sum(extend for _, extend in self.prefill)
+        return self._prefill_tokens
 
     @property
     def batched_tokens(self) -> int:

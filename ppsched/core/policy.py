@@ -48,6 +48,8 @@ class ChunkController(Protocol):
 
     # Optional: ``observe_launch(launch: Launch) -> None``, told every microbatch rank 0 starts
     # (CUDA-graph decodes included); engines call it only on controllers that define it.
+    # Optional: ``fixed_decision: ChunkDecision``, on a controller whose every decision is that
+    # one whatever the snapshot: an engine may skip building snapshots for it.
 
 
 @runtime_checkable

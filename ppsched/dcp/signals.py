@@ -56,7 +56,8 @@ def percentile(samples: Sequence[float], q: float) -> float | None:
 
     Plain Python: the sample windows are short, and numpy's call overhead would dominate.
     """
-    finite = sorted(x for x in samples if x == x)  # drop NaN (1-token requests have no TPOT)
+    finite = [x for x in samples if x == x]  # drop NaN (1-token requests have no TPOT)
+    finite.sort()
     n = len(finite)
     if n == 0:
         return None

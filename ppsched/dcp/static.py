@@ -15,10 +15,10 @@ class StaticChunk:
             raise UserError(f"static chunk {chunk_tokens}: not one of the allowed chunk "
                             f"candidates {sorted(candidates)}")
         self.name = f"static:{chunk_tokens}"
-        self._decision = ChunkDecision(chunk_tokens, "static")
+        self.fixed_decision = ChunkDecision(chunk_tokens, "static")  # never reads a snapshot
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
-        return self._decision
+        return self.fixed_decision
 
     def observe(self, measurement: StageMeasurement) -> None:
         return None

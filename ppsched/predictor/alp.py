@@ -33,8 +33,9 @@ from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
-from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features_of
 from ppsched.predictor.profile import LinearProfile
+from ppsched.predictor.rls_kernels import anchor_step, rls_step
 
 PREFIX_SCALE = 2.0**21
 EXTEND_SCALE = 2.0**20
@@ -78,6 +79,9 @@ OFFSET_PRIOR_BANDS = 1.0
 # The device fit (device_fit.py) answers once it has been scored on this many batches inside its
 # box -- twice its number of weights -- and only while its prequential error there is below ALP's.
 FIT_MIN_SCORED = 2 * N_FEATURES
+# unrolled update kernels per weight count (module-level: predictors stay picklable)
+_RLS_STEP = {n: rls_step(n) for n in (4, 5)}
+_ANCHOR_STEP = {n: anchor_step(n) for n in (4, 5)}
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -104,6 +108,8 @@ class ALPredictor:
         self.residual_clip = float(residual_clip)
         self.correct_linear_online = bool(correct_linear_online)
         self.n = 5 if correct_linear_online else 4
+        self._sums_shape: BatchShape | None = None
+        self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
@@ -150,8 +156,13 @@ class ALPredictor:
 
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
-        lin = self.profile.linear_ms(shape.prefill_tokens + shape.decode_count)
-        x = list(features(shape))
+        return self._x_of(shape_sums(shape), shape.decode_ctx_sum)
+
+    def _x_of(self, sums: ShapeSums, decode_ctx: int) -> tuple[float, list[float]]:
+        """``_x`` from the shape's sums (``features``' values, computed once per update)."""
+        tokens, cross, square, _, _, _ = sums
+        lin = self._linear(tokens)
+        x = [cross / PREFIX_SCALE, square / EXTEND_SCALE, decode_ctx / DECODE_SCALE, BIAS]
         if self.correct_linear_online:
             x.append(lin / LINEAR_SCALE)
         return lin, x
@@ -175,7 +186,15 @@ class ALPredictor:
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula((shape_sums(shape),))[0]
+        return self._formula((self._sums(shape),))[0]
+
+    def _sums(self, shape: BatchShape) -> ShapeSums:
+        """``shape_sums``, remembered for the last shape: a controller predicts a measured
+        batch and then learns from the same batch."""
+        if shape is not self._sums_shape:
+            self._sums_value = shape_sums(shape)
+            self._sums_shape = shape
+        return self._sums_value
 
     def _formula(self, scan: Sequence[ShapeSums]) -> list[float]:
         """The formula for each batch of the scan; one loop with the weights bound once (a
@@ -221,13 +240,14 @@ class ALPredictor:
         """One RLS step on the residual measured - linear term."""
         if not (math.isfinite(measured_ms) and measured_ms > 0):
             return  # a failed or empty measurement teaches nothing
-        lin, x = self._x(shape)
+        sums = self._sums(shape)
+        lin, x = self._x_of(sums, shape.decode_ctx_sum)
         n = self.n
         w = self.weights
         p = self.cov
         predicted = lin + sum(map(mul, w, x))  # in the profile's units
         if self.fit is not None:
-            self._second_opinion(shape, predicted * self.scale, measured_ms)
+            self._second_opinion(sums, predicted * self.scale, measured_ms)
         if self.correct_linear_online and predicted > 0:
             self._learn_scale(measured_ms / (self.scale * predicted))
         measured_ms /= self.scale  # the RLS below works in the profile's units
@@ -239,34 +259,26 @@ class ALPredictor:
         elif err < -limit:
             err = -limit
             self.clipped += 1
-        # map(mul, ...) sums the same products in the same order as the loops, in C
-        px = [sum(map(mul, row, x)) for row in p]
-        denom = self.forgetting + sum(map(mul, x, px))
-        if not (denom > 0 and math.isfinite(denom)):
+        # k = P x / (lambda + x'P x), w += k err, P <- (P - k (Px)^T) / lambda, kept symmetric
+        if not _RLS_STEP[n](p, w, x, err, self.forgetting, True):
             self._reset()
             return
-        k = [v / denom for v in px]
-        inv_lambda = 1.0 / self.forgetting
-        for i in range(n):
-            w[i] += k[i] * err
-            ki = k[i]
-            row = p[i]
-            for j in range(i, n):  # P <- (P - k (Px)^T) / lambda, kept symmetric
-                v = (row[j] - ki * px[j]) * inv_lambda
-                row[j] = v
-                p[j][i] = v
         self._anchor()
         self.updates += 1
-        if any(not (math.isfinite(p[i][i]) and 0.0 < p[i][i] < COV_LIMIT) for i in range(n)) \
-                or not all(map(math.isfinite, w)):
+        # a diagonal in (0, COV_LIMIT) is finite: NaN and infinities fail the comparisons
+        for i in range(n):
+            if not 0.0 < p[i][i] < COV_LIMIT:
+                self._reset()
+                return
+        if not all(map(math.isfinite, w)):
             self._reset()
 
-    def _second_opinion(self, shape: BatchShape, alp_ms: float, measured_ms: float) -> None:
+    def _second_opinion(self, sums: ShapeSums, alp_ms: float, measured_ms: float) -> None:
         """Score ALP and the device fit on this batch if it lies in the fit's box (running
         means, gain 1/k then the forgetting window), then teach the fit; choose the fit for
         batches in its box while it is the better of the two."""
         fit = self.fit
-        x = fit_features(shape)
+        x = fit_features_of(sums)
         if fit.covers(x):  # type: ignore[union-attr]
             fitted = fit.predict_x(x)  # type: ignore[union-attr]
             gain = max(1.0 / (self.scored + 1), 1.0 - self.forgetting)
@@ -311,9 +323,9 @@ class ALPredictor:
         forgotten = 1.0 - self.forgetting
         if forgotten <= 0.0:
             return  # lambda = 1: nothing is forgotten, P0 itself stays the prior
-        n = self.n
         w = self.weights
         p = self.cov
+        step = _ANCHOR_STEP[self.n]
         for a, precision, one_sided in self._anchors:
             if one_sided and w[a] >= 0.0:
                 continue
@@ -327,15 +339,7 @@ class ALPredictor:
                 z2 = (w[a] - prior) ** 2 * precision
                 precision *= (LEVEL_PRIOR_DOF + 1.0) / (LEVEL_PRIOR_DOF + z2)
             denom = 1.0 / (forgotten * precision) + pa[a]
-            gain = (prior - w[a]) / denom
-            for i in range(n):
-                w[i] += pa[i] * gain
-                ki = pa[i] / denom
-                row = p[i]
-                for j in range(i, n):
-                    v = row[j] - ki * pa[j]
-                    row[j] = v
-                    p[j][i] = v
+            step(p, w, pa, (prior - w[a]) / denom, denom)  # w += pa gain, P -= pa pa^T / denom
 
     def _reset(self) -> None:
         """Non-finite or blown-up covariance (e.g. a corrupted saved state): restart it, keep

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from operator import mul
 
-from ppsched.core.batch import BatchShape, shape_sums
+from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
+from ppsched.predictor.rls_kernels import rls_step
 
 TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
 PREFIX_SCALE = 2.0**21  # as ALP's attention features
@@ -41,7 +42,12 @@ COV_LIMIT = 1e8  # an unexcited direction's variance grows by 1/lambda per step:
 
 def fit_features(shape: BatchShape) -> list[float]:
     """(1, tokens, prefill pieces, decode context, prefix x extend, extend^2, decodes), scaled."""
-    tokens, cross, square, pieces, decode_ctx, decodes = shape_sums(shape)
+    return fit_features_of(shape_sums(shape))
+
+
+def fit_features_of(sums: ShapeSums) -> list[float]:
+    """``fit_features`` from the shape's sums (``shape_sums``)."""
+    tokens, cross, square, pieces, decode_ctx, decodes = sums
     return [1.0, tokens / TOKEN_SCALE, float(pieces), decode_ctx / DECODE_CTX_SCALE,
             cross / PREFIX_SCALE, square / EXTEND_SCALE, decodes / DECODE_COUNT_SCALE]
 
@@ -51,6 +57,7 @@ def fit_features(shape: BatchShape) -> list[float]:
 # on six live CPU logs (bench/predictor.md) ALP's MAPE with the fit at 0.9975 / 0.99 / 0.98 read
 # a mean 15.1 / 14.5 / 14.2%; 0.98 would leave ~7 samples per weight.
 FIT_FORGETTING = 0.99
+_RLS_STEP = rls_step(N_FEATURES)
 
 
 class DeviceFit:
@@ -71,7 +78,13 @@ class DeviceFit:
     def covers(self, x: Sequence[float]) -> bool:
         """Inside the box of features seen (interpolation, not extrapolation)."""
         low, high = self.low, self.high
-        return all(lo <= v <= hi for lo, v, hi in zip(low, x, high, strict=True))
+        if len(x) != N_FEATURES:
+            raise ValueError(f"{len(x)} features: expected {N_FEATURES}")
+        # written out: this runs on every stage measurement
+        return (low[0] <= x[0] <= high[0] and low[1] <= x[1] <= high[1]
+                and low[2] <= x[2] <= high[2] and low[3] <= x[3] <= high[3]
+                and low[4] <= x[4] <= high[4] and low[5] <= x[5] <= high[5]
+                and low[6] <= x[6] <= high[6])
 
     def predict_in_box(self, tokens: int, pieces: int, decode_ctx: int, cross: int,
                        square: int, decodes: int) -> float | None:
@@ -113,24 +126,19 @@ class DeviceFit:
         inv_y = 1.0 / (RELATIVE_NOISE * measured_ms)
         xs = [v * inv_y for v in x]
         err = 1.0 / RELATIVE_NOISE - sum(map(mul, w, xs))
-        px = [sum(map(mul, row, xs)) for row in p]
-        denom = self.forgetting + sum(map(mul, xs, px))
-        inv_lambda = 1.0 / self.forgetting
-        for i in range(N_FEATURES):
-            ki = px[i] / denom
-            w[i] += ki * err
-            row = p[i]
-            for j in range(i, N_FEATURES):
-                v = (row[j] - ki * px[j]) * inv_lambda
-                row[j] = v
-                p[j][i] = v
-        for i, v in enumerate(x):
-            if v < self.low[i]:
-                self.low[i] = v
-            if v > self.high[i]:
-                self.high[i] = v
+        _RLS_STEP(p, w, xs, err, self.forgetting, False)  # k = P xs / (lambda + xs'P xs) ...
+        if not self.covers(x):  # widen the box (most batches already lie inside it)
+            low, high = self.low, self.high
+            for i, v in enumerate(x):
+                if v < low[i]:
+                    low[i] = v
+                if v > high[i]:
+                    high[i] = v
         self.updates += 1
-        if any(not (0.0 < p[i][i] < COV_LIMIT) for i in range(N_FEATURES)):
+        if not (0.0 < p[0][0] < COV_LIMIT and 0.0 < p[1][1] < COV_LIMIT
+                and 0.0 < p[2][2] < COV_LIMIT and 0.0 < p[3][3] < COV_LIMIT
+                and 0.0 < p[4][4] < COV_LIMIT and 0.0 < p[5][5] < COV_LIMIT
+                and 0.0 < p[6][6] < COV_LIMIT):  # every diagonal, written out
             self.cov = self._prior()  # keep the weights, forget their certainty
             self.resets += 1
 

@@ -76,6 +76,8 @@ class CostModel:
         self._rng = np.random.default_rng(seed)
         self._z: list[float] = []
         self._zi = 0
+        # the last stage's head (norm, LM head, sampler) by (tokens, sampled rows)
+        self._head_cache: dict[tuple[int, int], tuple[float, float]] = {}
         self.stage_kv_tokens = self._stage_kv_tokens()
         self.kv_capacity_tokens = min(self.stage_kv_tokens)
 
@@ -199,6 +201,50 @@ class CostModel:
         if self.noise and sd > 0.0:
             ms += sd * self._draw()
         return ms
+
+    def stage_times(self, shape: BatchShape) -> list[float]:
+        """``stage_ms`` of every stage in stage order, the same values and the same noise draws:
+        the per-layer part (attention, linear layers, their noise) is one computation shared by
+        the stages, which differ only in layer count, embedding and head."""
+        if shape.decode_count == 0 and not shape.prefill:
+            return [0.0] * self.pp_size
+        rows, graph = self._decode_rows(shape)
+        tokens, per_layer, per_layer_sd = self._layers_part(shape, rows)
+        noise = self.noise
+        tp = self.tp_size > 1
+        last = self._last
+        launch_ms = self._launch_ms
+        z, zi = self._z, self._zi
+        out = []
+        for stage, layers in enumerate(self.layers_per_stage):
+            ms = per_layer * layers
+            sd = per_layer_sd * layers
+            if tp:
+                ms += self._tp_comm_ms(tokens, layers)
+            if stage == 0:
+                ms += extrapolate(self.tables.emb_ms, tokens)
+                if tp:
+                    ms += self._link.all_reduce_ms(tokens * self._hidden_bytes, self.tp_size)
+            if stage == last:
+                key = (tokens, rows + len(shape.prefill))
+                head_part = self._head_cache.get(key)
+                if head_part is None:  # noiseless and a function of the key alone
+                    head_part = self._head_cache[key] = self._head_ms(*key)
+                ms += head_part[0]
+                sd += head_part[1]
+            if not graph and ms < launch_ms[stage]:
+                ms = launch_ms[stage]
+            if noise and sd > 0.0:  # ``_draw`` inlined (one draw per stage)
+                if zi < len(z):
+                    ms += sd * z[zi]
+                    zi += 1
+                else:
+                    self._zi = zi
+                    ms += sd * self._draw()
+                    z, zi = self._z, self._zi
+            out.append(ms)
+        self._zi = zi
+        return out
 
     def tp_step_ms(self, shape: BatchShape) -> float:
         """TP engine: the whole model on tp_size GPUs for one batch, incl. all-reduces; noisy."""

@@ -45,8 +45,7 @@ def _admit_one(st: SchedState, req: Req, room: float, now: float) -> float | Non
         if cached_lookup:
             st.kv.unlock_unadmitted(req, now)
         return None
-    st.queue.popleft()
-    st.queue_version += 1
+    st.dequeue_head()
     st.active += 1
     st.rem_output += req.output - req.generated
     st.kv.reserved += req.remaining  # the whole (re)prefill is set aside now
@@ -59,7 +58,7 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
         return None
     limits = st.limits
     feed.flush(now, st.recent_stage)
-    decision = feed.controller.decide(chunk_snapshot(st, slot, now))
+    decision = feed.fixed_decision or feed.controller.decide(chunk_snapshot(st, slot, now))
     chunk = min(decision.chunk_tokens, limits.max_chunk_tokens)
     entry = {"type": "chunk", "time_s": now, "slot": slot, "iteration": st.mb_count,
              "chunk": chunk, "requested_chunk": decision.chunk_tokens, "reason": decision.reason,
@@ -100,10 +99,13 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     decodes: list[Req] = list(members) if mixed else []
     if decodes:
         st.grow(slot, decodes)
-        for req in decodes:  # the trimmer is bypassed by mixed batches, as in SGLang
-            req.held_streak = 0
+        if feed.trimmer is not None:  # without one, nobody is ever held
+            for req in decodes:  # the trimmer is bypassed by mixed batches, as in SGLang
+                req.held_streak = 0
+    # the decodes are the slot's whole decode set: its context sum (this step's token included)
     shape = BatchShape(prefill=tuple((p.prefix, p.extend) for p in pieces),
-                       decode_count=len(decodes), decode_ctx_sum=sum(r.kv for r in decodes))
+                       decode_count=len(decodes),
+                       decode_ctx_sum=st.slot_ctx[slot] if decodes else 0)
     predicted = decision.predicted_stage_ms
     return Launched(slot, pieces, decodes, shape, chunk,
                     math.nan if predicted is None else float(predicted), entry, None)
@@ -167,5 +169,7 @@ def build_decode(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     else:
         st.decay_ratio()
     st.grow(slot, run)
-    shape = BatchShape(decode_count=len(run), decode_ctx_sum=sum(r.kv for r in run))
+    # this step's token is in the slot's sum (``grow``), not yet in the requests' own counts
+    ctx = st.slot_ctx[slot] if len(run) == len(members) else sum(r.kv for r in run) + len(run)
+    shape = BatchShape(decode_count=len(run), decode_ctx_sum=ctx)
     return Launched(slot, [], run, shape, 0, math.nan, None, trim)

@@ -6,7 +6,7 @@ from collections import deque
 
 from ppsched.admission import AdmissionGate
 from ppsched.core.batch import BatchShape
-from ppsched.core.policy import ChunkController, DecodeTrimmer
+from ppsched.core.policy import ChunkController, ChunkDecision, DecodeTrimmer
 from ppsched.core.snapshots import Launch, StageMeasurement
 
 
@@ -15,7 +15,7 @@ class PolicyFeed:
     stage-0 measurements waiting until simulated time reaches their end."""
 
     __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "_launched",
-                 "pending")
+                 "pending", "fixed_decision")
 
     def __init__(self, controller: ChunkController, trimmer: DecodeTrimmer | None,
                  admission: AdmissionGate | None) -> None:
@@ -24,6 +24,8 @@ class PolicyFeed:
         self.admission = admission  # None: admit every request that can ever fit
         self._trimmer_observe = getattr(trimmer, "observe", None)
         self._launched = getattr(controller, "observe_launch", None)
+        # a controller that decides the same whatever it sees: no snapshot is built for it
+        self.fixed_decision: ChunkDecision | None = getattr(controller, "fixed_decision", None)
         self.pending: deque[tuple[float, StageMeasurement]] = deque()
 
     def measured(self, measurement: StageMeasurement) -> None:

@@ -36,12 +36,12 @@ class RunLog:
         if batch.trim is not None:
             batch.trim["mb"] = mb
         shape = batch.shape
-        self.batches.append((batch.slot, shape.prefill_tokens, sum(p for p, _ in shape.prefill),
+        prefill = shape.prefill
+        self.batches.append((batch.slot, shape.prefill_tokens,
+                             sum(p for p, _ in prefill) if prefill else 0,
                              shape.decode_count, shape.decode_ctx_sum, batch.chunk,
                              batch.predicted_ms, shape.kind))
-        values = self.stage_values
-        for _stage, start, end, idle, ms in runs:
-            values.extend((start, end, idle, ms))
+        self.stage_values.extend([v for run in runs for v in run[1:]])
 
     def frame(self) -> pd.DataFrame:
         n, stages = len(self.batches), self.stages

@@ -17,7 +17,7 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
-from ppsched.sim.engine.sched_state import INIT_TOKEN_RATIO, QUEUE_VIEW, EngineLimits, SchedState
+from ppsched.sim.engine.sched_state import INIT_TOKEN_RATIO, EngineLimits, SchedState
 from ppsched.sim.engine.state import Launched, Req
 from ppsched.sim.engine.timing import CostModel, Pipeline
 from ppsched.sim.invariants import SimInvariantError
@@ -82,10 +82,7 @@ class Engine:
             # what the cache holds now: the queue's view of the prompt's cost (re-matched at
             # admission, when the cache may have changed)
             req.remaining -= cache.match(spec.prefix_block_ids, spec.prompt_tokens)[1]
-        if len(st.queue) < QUEUE_VIEW:
-            st.queue_version += 1
-        st.queue.append(req)
-        st.queued_tokens += req.remaining
+        st.enqueue(req)
 
     def emit(self, req: Req, now: float) -> bool:
         """One output token for ``req`` at ``now``; True when it finished."""
@@ -98,6 +95,12 @@ class Engine:
         st.rem_output -= 1
         if req.generated < req.output:
             return False
+        self.finish(req, now)
+        return True
+
+    def finish(self, req: Req, now: float) -> None:
+        """``req`` produced its last token at ``now``: free its KV, leave the system."""
+        st = self.st
         req.finish_s = now
         if req.output >= 2:
             st.recent_tpot.append(req.tpot_ms())
@@ -108,21 +111,34 @@ class Engine:
             st.new_token_ratio = INIT_TOKEN_RATIO  # idle again: SGLang resets the estimate
         if self.in_system == 0:
             self.work_s += now - self.busy_since
-        return True
 
     def complete(self, batch: Launched, now: float) -> None:
         st = self.st
         slot = batch.slot
         members = st.members[slot]
-        finished = False
-        for req in batch.decodes:
-            if self.emit(req, now):
-                finished = True
-        if finished:
-            kept = [r for r in members if r.generated < r.output]
-            st.decoding -= len(members) - len(kept)
-            st.members[slot] = members = kept
-            st.slot_ctx[slot] = sum(r.kv for r in kept)
+        decodes = batch.decodes
+        if decodes:
+            # one decode token each (``emit`` inlined: this loop runs for every decoding request
+            # on every step); the step's KV slot joins the request's own count now (``grow``)
+            finished = None
+            for req in decodes:
+                generated = req.generated + 1
+                req.generated = generated
+                req.kv += 1
+                req.last_s = now
+                if generated >= req.output:
+                    if finished is None:
+                        finished = [req]
+                    else:
+                        finished.append(req)
+            st.rem_output -= len(decodes)
+            if finished is not None:
+                for req in finished:
+                    self.finish(req, now)
+                kept = [r for r in members if r.generated < r.output]
+                st.decoding -= len(members) - len(kept)
+                st.members[slot] = members = kept
+                st.slot_ctx[slot] = sum(r.kv for r in kept)
         for piece in batch.prefill:
             if not piece.completes:
                 continue

@@ -25,15 +25,19 @@ BLOCK_TOKENS = 512  # Mooncake: one hash id per 512-token block
 
 
 class Node:
-    __slots__ = ("block", "tokens", "parent", "children", "lock", "last_access")
+    __slots__ = ("block", "tokens", "parent", "children", "lock", "last_access", "order")
 
-    def __init__(self, block: int, tokens: int, parent: Node | None) -> None:
+    def __init__(self, block: int, tokens: int, parent: Node | None, created: int = 0) -> None:
         self.block = block
         self.tokens = tokens
         self.parent = parent
         self.children: dict[int, Node] = {}
         self.lock = 0
         self.last_access = 0.0
+        # the tree walk's order (``PrefixCache.evict``): depth first, a parent's newest child
+        # first, as a key that sorts like it (children join their parent's dict in creation
+        # order, so ``created`` ranks siblings as the dict does)
+        self.order: tuple[int, ...] = () if parent is None else parent.order + (-created,)
 
 
 def block_tokens(prompt: int, n_blocks: int) -> list[int]:
@@ -55,6 +59,9 @@ class PrefixCache:
         self.lookup_tokens = 0
         self.peak_tokens = 0
         self._tie = itertools.count()
+        self._created = itertools.count()
+        # nodes that are leaves and unlocked: what eviction may free, kept as the tree changes
+        self._unlocked_leaves: set[Node] = set()
 
     # --- matching and locking ----------------------------------------------------------------
     def match(self, blocks: tuple[int, ...], prompt: int) -> tuple[list[Node], int]:
@@ -75,10 +82,12 @@ class PrefixCache:
         """Lock ``path`` for a running request; returns the tokens that stopped being
         evictable (what the lock costs the free-KV figure)."""
         freed_from_evictable = 0
+        leaves = self._unlocked_leaves
         for node in path:
             if node.lock == 0:
                 self.evictable -= node.tokens
                 freed_from_evictable += node.tokens
+                leaves.discard(node)
             node.lock += 1
             node.last_access = now
         return freed_from_evictable
@@ -89,6 +98,8 @@ class PrefixCache:
             node.last_access = now
             if node.lock == 0:
                 self.evictable += node.tokens
+                if not node.children:
+                    self._unlocked_leaves.add(node)
 
     def record_lookup(self, prompt: int, cached: int) -> None:
         self.lookup_tokens += prompt
@@ -110,12 +121,14 @@ class PrefixCache:
                 # cached by someone else meanwhile: share theirs (our copy is freed)
                 if child.lock == 0:
                     self.evictable -= child.tokens
+                    self._unlocked_leaves.discard(child)
                 duplicate += tokens
             elif child is not None:
                 break  # same id, other length: leave the cached one alone
             else:
-                child = Node(block, tokens, node)
+                child = Node(block, tokens, node, next(self._created))
                 node.children[block] = child
+                self._unlocked_leaves.discard(node)  # a parent now
                 self.tokens += tokens
             child.lock += 1
             child.last_access = now
@@ -127,33 +140,27 @@ class PrefixCache:
 
     def evict(self, need: int) -> int:
         """Free at least ``need`` tokens of unlocked leaves, least recently used first (or all
-        that can be); returns the tokens freed."""
-        heap = [(n.last_access, next(self._tie), n) for n in self._unlocked_leaves()]
+        that can be); returns the tokens freed. Ties in access time go in the tree walk's order
+        (``Node.order``) among the leaves there at the start, then in the order parents became
+        leaves during this eviction."""
+        leaves = self._unlocked_leaves
+        heap: list = [(n.last_access, 0, n.order, n) for n in leaves]
         heapq.heapify(heap)
         freed = 0
         while freed < need and heap:
-            _, _, node = heapq.heappop(heap)
+            node = heapq.heappop(heap)[3]
             parent = node.parent
             assert parent is not None
             del parent.children[node.block]
+            leaves.discard(node)
             freed += node.tokens
             self.tokens -= node.tokens
             self.evictable -= node.tokens
             if not parent.children and parent.lock == 0:
-                heapq.heappush(heap, (parent.last_access, next(self._tie), parent))
+                heapq.heappush(heap, (parent.last_access, 1, next(self._tie), parent))
+                leaves.add(parent)
         self.evicted += freed
         return freed
-
-    def _unlocked_leaves(self) -> list[Node]:
-        out = []
-        stack = list(self.root.children.values())
-        while stack:
-            node = stack.pop()
-            if node.children:
-                stack.extend(node.children.values())
-            elif node.lock == 0:
-                out.append(node)
-        return out
 
     def summary(self) -> dict[str, object]:
         return {"enabled": True, "block_tokens": BLOCK_TOKENS,

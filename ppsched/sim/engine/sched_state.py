@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 
 from ppsched.core.errors import UserError
 from ppsched.core.snapshots import QueuedRequest
@@ -29,16 +28,65 @@ QUEUE_VIEW = 256  # FCFS-oldest queued requests a snapshot lists; the totals sta
 
 
 class QueueView:
-    """The FCFS-oldest ``QUEUE_VIEW`` queued requests as a tuple, rebuilt only when the scheduler
-    says the head of its queue changed (queued requests' remaining tokens never change)."""
+    """The FCFS-oldest ``QUEUE_VIEW`` queued requests' views as a tuple, kept in step with the
+    queue: each queue operation moves one entry in or out of the window (``SchedState``'s
+    queue methods), and ``get`` builds the views of the entries that came in since it last
+    ran, so a long queue costs what changed, not ``QUEUE_VIEW`` views per admission. A queued
+    request's view changes only when its remaining tokens do (``set_remaining``), which
+    re-enters it. The tuple is rebuilt only when the scheduler's queue version moved."""
+
+    __slots__ = ("version", "view", "reqs", "views")
 
     def __init__(self) -> None:
         self.version = -1
         self.view: tuple[QueuedRequest, ...] = ()
+        self.reqs: deque[Req] = deque()  # the window's requests, queue order
+        self.views: deque[QueuedRequest | None] = deque()  # None: not built since it came in
+
+    def pushed_back(self, req: Req) -> None:
+        if len(self.reqs) < QUEUE_VIEW:
+            self.reqs.append(req)
+            self.views.append(None)
+
+    def popped_front(self, queue: deque[Req]) -> None:
+        self.reqs.popleft()
+        self.views.popleft()
+        if len(queue) >= QUEUE_VIEW:  # the next request slides into the window
+            req = queue[QUEUE_VIEW - 1]
+            self.reqs.append(req)
+            self.views.append(None)
+
+    def pushed_front(self, req: Req) -> None:
+        self.reqs.appendleft(req)
+        self.views.appendleft(None)
+        if len(self.reqs) > QUEUE_VIEW:
+            self.reqs.pop()
+            self.views.pop()
+
+    def changed(self, req: Req) -> None:
+        for i, queued in enumerate(self.reqs):
+            if queued is req:
+                self.views[i] = None
+                return
 
     def get(self, st: SchedState) -> tuple[QueuedRequest, ...]:
         if self.version != st.queue_version:
-            self.view = tuple(r.queued_view() for r in islice(st.queue, QUEUE_VIEW))
+            views, reqs = self.views, self.reqs
+            # entries come in at either end only: build those, then anything else missed
+            n = len(views)
+            front = 0
+            while front < n and views[front] is None:
+                views[front] = reqs[front].queued_view()
+                front += 1
+            back = n - 1
+            while back > front and views[back] is None:
+                views[back] = reqs[back].queued_view()
+                back -= 1
+            if None in views:
+                for i, req in enumerate(reqs):
+                    if views[i] is None:
+                        views[i] = req.queued_view()
+            self.view = tuple(views)  # type: ignore[arg-type]
             self.version = st.queue_version
         return self.view
 
@@ -98,19 +146,43 @@ class SchedState:
         self.max_held_streak = 0
 
     # --- queue --------------------------------------------------------------------------------
+    def enqueue(self, req: Req) -> None:
+        """A new request joins the back of the queue."""
+        if len(self.queue) < QUEUE_VIEW:
+            self.queue_version += 1  # the view lists it
+        self.queue.append(req)
+        self.queue_view.pushed_back(req)
+        self.queued_tokens += req.remaining
+
+    def dequeue_head(self) -> Req:
+        """The head of the queue is admitted."""
+        req = self.queue.popleft()
+        self.queue_version += 1
+        self.queue_view.popped_front(self.queue)
+        return req
+
+    def requeue_front(self, req: Req) -> None:
+        """A retracted request goes back to the head of the queue."""
+        self.queue.appendleft(req)
+        self.queue_version += 1
+        self.queue_view.pushed_front(req)
+        self.queued_tokens += req.remaining
+
     def set_remaining(self, req: Req, remaining: int) -> None:
         """A queued request's prefill shrank or grew (prefix cache match): keep the sums."""
         if remaining != req.remaining:
             self.queued_tokens += remaining - req.remaining
             req.remaining = remaining
             self.queue_version += 1  # the head's view changed
+            self.queue_view.changed(req)
 
     # --- decode sets --------------------------------------------------------------------------
     def grow(self, slot: int, run: list[Req]) -> None:
-        """Allocate the KV slot of this step's input token for every running decode."""
+        """Allocate the KV slot of this step's input token for every running decode: in the
+        pool and the slot's context sum now; each request's own ``kv`` counts it when the
+        step's result comes back (``Engine.complete``). Nothing reads a request's ``kv``
+        while its step is in flight: only its own slot's next build does, after the return."""
         self.kv.allocate(len(run))
-        for req in run:
-            req.kv += 1
         self.slot_ctx[slot] += len(run)
 
     def retract(self, req: Req, now: float) -> None:
@@ -125,9 +197,7 @@ class SchedState:
         self.rem_output -= req.output - req.generated
         self.decoding -= 1
         # At the head of the queue: it arrived before (almost) everything still waiting.
-        self.queue.appendleft(req)
-        self.queue_version += 1
-        self.queued_tokens += req.remaining
+        self.requeue_front(req)
 
     # --- SGLang's new_token_ratio ---------------------------------------------------------------
     def decay_ratio(self) -> None:

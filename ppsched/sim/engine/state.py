@@ -23,7 +23,7 @@ class Req:
         self.prompt = spec.prompt_tokens
         self.output = spec.output_tokens
         self.generated = 0
-        self.kv = 0  # KV tokens allocated to this request now
+        self.kv = 0  # KV tokens allocated to this request (a decode step's once it returns)
         self.remaining = spec.prompt_tokens  # tokens still to prefill (prompt, or recompute)
         self.first_s = math.nan
         self.last_s = math.nan

@@ -48,22 +48,35 @@ class Pipeline:
         self.started = [False] * stages
         self.busy_s = [0.0] * stages
         self.return_s = 0.0 if tp else cost.link_ms(_RETURN_SHAPE) / 1000.0
+        # a cost model may price every stage at once (sharing the per-layer part); optional,
+        # so test doubles need only stage_ms
+        self._stage_times = getattr(cost, "stage_times", None)
+
+    def stage_times(self, shape: BatchShape) -> list[float]:
+        """Every stage's ms for this microbatch, in stage order (one noise draw each, in order)."""
+        cost = self.cost
+        if self.tp:
+            return [cost.tp_step_ms(shape)]
+        if self._stage_times is not None:
+            return self._stage_times(shape)
+        return [cost.stage_ms(stage, shape) for stage in range(self.stages)]
 
     def run(self, launch_s: float, shape: BatchShape) -> tuple[list[StageRun], float]:
         """Place a microbatch launched at ``launch_s``; return its stage runs and result time."""
         runs: list[StageRun] = []
         ready = launch_s
-        cost = self.cost
-        link_s = 0.0 if self.tp else cost.link_ms(shape) / 1000.0
-        for stage in range(self.stages):
-            ms = cost.tp_step_ms(shape) if self.tp else cost.stage_ms(stage, shape)
-            free = self.free_at[stage]
+        link_s = 0.0 if self.tp else self.cost.link_ms(shape) / 1000.0
+        free_at, started, busy_s = self.free_at, self.started, self.busy_s
+        stage = 0
+        for ms in self.stage_times(shape):
+            free = free_at[stage]
             start = ready if ready > free else free
-            idle = start - free if self.started[stage] else 0.0
+            idle = start - free if started[stage] else 0.0
             end = start + ms / 1000.0
-            self.free_at[stage] = end
-            self.started[stage] = True
-            self.busy_s[stage] += end - start
+            free_at[stage] = end
+            started[stage] = True
+            busy_s[stage] += end - start
             runs.append((stage, start, end, idle, ms))
             ready = end + link_s
+            stage += 1
         return runs, end + self.return_s

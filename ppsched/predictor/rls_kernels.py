@@ -1,0 +1,77 @@
+"""Unrolled recursive-least-squares steps for a fixed number of weights (ALP's 4-5, the fit's 7).
+
+ALP and the device fit learn from every stage measurement, so their symmetric rank-1 updates run
+once per microbatch. Written as loops over the covariance's rows they cost ~20 us a step in
+Python; unrolled into straight-line arithmetic they cost a third of that. The source of each
+kernel is generated once per size below, and performs exactly the loops' operations in the
+loops' order (the same sums from 0, left to right; every product and difference as the loops
+form it), so results are bit-identical to the loops (tests/test_rls_kernels.py).
+
+Both kernels take the covariance ``p`` as a list of row lists, symmetric, and update it in
+place: entry (i, j) and (j, i) both get the value the loops compute for i <= j from the
+upper triangle, which is what they read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cache
+
+RlsStep = Callable[[list[list[float]], list[float], list[float], float, float, bool], bool]
+AnchorStep = Callable[[list[list[float]], list[float], list[float], float, float], None]
+
+
+def _dot(row: str, vec: str, n: int) -> str:
+    """sum(map(mul, row, vec)) as sum() forms it: from 0, left to right."""
+    return "0.0 + " + " + ".join(f"{row}{j} * {vec}{j}" for j in range(n))
+
+
+def _rows(n: int) -> list[str]:
+    """Unpack the rows, read the upper triangle, and write both triangles back."""
+    return [f"    {', '.join(f'r{i}' for i in range(n))}{',' if n == 1 else ''} = p",
+            *(f"    {', '.join(f'r{i}_{j}' for j in range(n))}{',' if n == 1 else ''} = r{i}"
+              for i in range(n))]
+
+
+def _store(n: int) -> list[str]:
+    return [f"    r{i}[:] = [{', '.join(f'v{min(i, j)}_{max(i, j)}' for j in range(n))}]"
+            for i in range(n)]
+
+
+@cache
+def rls_step(n: int) -> RlsStep:
+    """``step(p, w, x, err, forgetting, guard)``: px = P x, denom = forgetting + x . px;
+    with ``guard``, a denom that is not finite and > 0 returns False and changes nothing.
+    Otherwise k = px / denom, w += k err, P = (P - k px^T) / forgetting; returns True."""
+    lines = ["def step(p, w, x, err, forgetting, guard):",
+             f"    {', '.join(f'x{j}' for j in range(n))}{',' if n == 1 else ''} = x",
+             *_rows(n)]
+    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
+    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
+              "    if guard and not (denom > 0 and isfinite(denom)):",
+              "        return False",
+              "    inv_lambda = 1.0 / forgetting"]
+    for i in range(n):
+        lines += [f"    k{i} = px{i} / denom", f"    w[{i}] += k{i} * err"]
+        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    lines += _store(n) + ["    return True"]
+    namespace: dict = {"isfinite": math.isfinite}
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
+    return namespace["step"]
+
+
+@cache
+def anchor_step(n: int) -> AnchorStep:
+    """``step(p, w, pa, gain, denom)`` (``pa``: a copy of row a of P before the step):
+    w += pa gain, P = P - (pa / denom) pa^T -- ALP's pseudo-observation of one prior."""
+    lines = ["def step(p, w, pa, gain, denom):",
+             f"    {', '.join(f'a{j}' for j in range(n))}{',' if n == 1 else ''} = pa",
+             *_rows(n)]
+    for i in range(n):
+        lines += [f"    w[{i}] += a{i} * gain", f"    k{i} = a{i} / denom"]
+        lines += [f"    v{i}_{j} = r{i}_{j} - k{i} * a{j}" for j in range(i, n)]
+    lines += _store(n)
+    namespace: dict = {}
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
+    return namespace["step"]

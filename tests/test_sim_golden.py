@@ -1,0 +1,102 @@
+"""Every simulated output is bit-identical to the reference engine's for the same seed.
+
+The digests below are the reference engine's (ffa14cc) outputs of these runs: requests, the
+summary's output figures, decisions and per-stage iterations. Any change to a timing, a decision
+or a float changes them; a field added to the summary or the decision log does not. The cases
+cover every chunk policy, delay scheduling with holds, TP, retractions, the prefix cache and
+SGLang's default (no mixed chunk). ``bench/bench_sim_speed.py --baseline`` checks the same on
+its whole grid. ``python tests/test_sim_golden.py`` prints the digests of the code on the path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from ppsched.experiments.run_config import RunConfig
+from ppsched.experiments.workload_spec import WorkloadSpec, load
+from ppsched.sim import simulate
+
+# the summary's output figures as the reference engine wrote them (its inputs -- config, engine
+# settings, cost model -- and its own timings are not outputs; a figure added later leaves the
+# digest as it is)
+SUMMARY_KEYS = ("admission_rejected", "bubble_fraction", "completed", "context_length",
+                "context_rejected", "ds_holds", "ds_max_consecutive_holds", "e2e_ms", "goodput_ok",
+                "goodput_p90_tpot_ms", "goodput_p90_ttft_ms", "iteration_ms", "kv_capacity_tokens",
+                "kv_peak_tokens", "microbatches", "output_tokens_per_s", "prefix_cache",
+                "rejected", "requests", "retractions", "sim_end_s", "slo", "slo_attainment",
+                "span_s", "throughput_rps", "tpot_ms", "ttft_ms", "unfinished")
+# the decision log's fields that existed when the reference digests were taken (fields added
+# later, e.g. a regime, leave the digest as it is)
+DECISION_KEYS = ("type", "time_s", "slot", "iteration", "chunk", "requested_chunk", "reason",
+                 "inputs", "predicted_ms", "mb", "run", "held_ids")
+
+# name: (run config, workload, expected digest, what the run must exercise)
+CASES = {
+    "static-512": (dict(chunk="static:512", mixed_chunk=True),
+                   dict(name="azure-conv", rate=5.0, duration_s=60.0), "867b7f65f1747565", ()),
+    "greedy-over": (dict(chunk="greedy", mixed_chunk=True),
+                    dict(name="azure-conv", rate=8.0, duration_s=60.0), "a4f21504352d8892", ()),
+    "predictive": (dict(chunk="predictive", mixed_chunk=True),
+                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "49a194574d1696bb", ()),
+    "predictive-ds": (dict(chunk="predictive", ds="on", mixed_chunk=True),
+                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "748e44bc69a054af",
+                      ("ds_holds",)),
+    "predictive-paper": (dict(chunk="predictive-paper", mixed_chunk=True),
+                         dict(name="sharegpt", rate=2.0, duration_s=60.0), "394a4fffc85d2e32", ()),
+    "sglang-dynamic-no-mixed": (dict(chunk="sglang-dynamic"),
+                                dict(name="azure-conv", rate=3.0, duration_s=60.0),
+                                "8caf2af5dac09bc2", ()),
+    "tp4": (dict(chunk="static:2048", parallel="tp4", mixed_chunk=True),
+            dict(name="azure-conv", rate=3.0, duration_s=60.0), "c23e76fbb577cc6a", ()),
+    "retractions": (dict(chunk="static:1024", mixed_chunk=True, mem_fraction_static=0.6),
+                    dict(name="sharegpt", rate=6.0, duration_s=60.0), "0fe171c4cb036e5d",
+                    ("retractions",)),
+    "prefix-cache": (dict(chunk="predictive", mixed_chunk=True),
+                     dict(name="mooncake-synthetic", rate=1.0, duration_s=60.0,
+                          max_context=8192), "12bf729d46166441", ("prefix_hits",)),
+}
+
+
+def digest(result) -> str:
+    h = hashlib.sha256()
+    for r in result.records:
+        h.update(repr((r.req_id, r.arrival_s, r.prompt_tokens, r.output_tokens,
+                       r.first_token_s, r.finish_s, r.rejected, r.reject_reason, r.slot,
+                       r.retractions)).encode())
+    summary = {k: v for k, v in result.summary.items() if k in SUMMARY_KEYS}
+    h.update(json.dumps(summary, sort_keys=True, default=repr).encode())
+    decisions = [{k: v for k, v in d.items() if k in DECISION_KEYS} for d in result.decisions]
+    h.update(json.dumps(decisions, sort_keys=True, default=repr).encode())
+    it = result.iterations
+    h.update(",".join(it.columns).encode())
+    for col in it.columns:
+        values = it[col].to_numpy()
+        h.update("|".join(map(str, values)).encode() if values.dtype == object
+                 else values.tobytes())
+    return h.hexdigest()[:16]
+
+
+def run_case(name: str):
+    config, workload, _, _ = CASES[name]
+    return simulate(RunConfig(seed=0, **config),
+                    load(WorkloadSpec(seed=0, resample=True, **workload)))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_outputs_match_the_reference_digest(name):
+    result = run_case(name)
+    for counter in CASES[name][3]:
+        value = (result.summary["prefix_cache"]["hit_tokens"] if counter == "prefix_hits"
+                 else result.summary[counter])
+        assert value > 0, f"{name}: the run never exercises {counter}"
+    assert digest(result) == CASES[name][2]
+
+
+if __name__ == "__main__":  # print the digests of the code on PYTHONPATH
+    for case in sorted(CASES):
+        res = run_case(case)
+        print(case, digest(res), res.summary["retractions"], res.summary["ds_holds"],
+              res.summary["prefix_cache"].get("hit_tokens"), res.summary["microbatches"])
