@@ -6,7 +6,14 @@ import pytest
 
 from ppsched.core.errors import UserError
 from ppsched.experiments.run_config import RunConfig
-from ppsched.sim.cost.link import LL, MEASURED_8GPU_ALLREDUCE_US, SIMPLE, LinkModel, Protocol
+from ppsched.sim.cost.link import (
+    LL,
+    MEASURED_8GPU_ALLREDUCE_US,
+    SIMPLE,
+    LinkModel,
+    Protocol,
+    link_model,
+)
 from ppsched.sim.hardware import LinkSpec, get_hardware, known_hardware
 
 HIDDEN_BYTES = 5120 * 2  # qwen2.5-32b, bf16
@@ -15,12 +22,14 @@ NOP2P = LinkModel(get_hardware("a100-40g-pcie-nop2p").link)
 SIZES = [1, 8, 64, 2048, 65536, 1 << 20, 21 << 20, 1 << 28]
 
 
-def test_variants_are_named_and_the_plain_name_is_one_of_them() -> None:
+def test_variants_are_named_and_the_plain_name_keeps_the_published_link() -> None:
     names = known_hardware()
     assert {"a100-40g-pcie", "a100-40g-pcie-p2p", "a100-40g-pcie-nop2p"} <= set(names)
     plain = get_hardware("a100-40g-pcie").link
-    assert plain in (get_hardware("a100-40g-pcie-p2p").link,
-                     get_hardware("a100-40g-pcie-nop2p").link)
+    assert plain.model == "latency-bandwidth" and plain.latency_us == 42.0
+    assert plain.bus_gbps == 22.5
+    assert get_hardware("a100-40g-pcie-p2p").link.model == "nccl-ring"
+    assert get_hardware("a100-40g-pcie-nop2p").link.model == "nccl-ring"
     assert get_hardware("a100-40g-pcie-p2p").link.p2p is True
     assert get_hardware("a100-40g-pcie-nop2p").link.p2p is False
     for name in names:
@@ -85,3 +94,19 @@ def test_unknown_hardware_names_the_known_variants() -> None:
         get_hardware("a100-pcie")
     with pytest.raises(UserError, match=r"--hardware 'h100'.*a100-40g-pcie-p2p"):
         RunConfig(hardware="h100")
+
+
+def test_latency_bandwidth_link_is_one_latency_plus_bytes_over_bandwidth() -> None:
+    link = link_model(get_hardware("a100-40g-pcie").link)
+    nbytes = 2048 * HIDDEN_BYTES
+    assert link.p2p_ms(nbytes) == pytest.approx(0.042 + nbytes / 22.5e6)
+    assert link.all_reduce_ms(nbytes, 4) == pytest.approx(0.042 + 1.5 * nbytes / 22.5e6)
+    assert link.all_gather_ms(nbytes, 4) == pytest.approx(0.042 + 0.75 * nbytes / 22.5e6)
+    assert link.all_reduce_ms(nbytes, 1) == 0.0 and link.p2p_ms(0) == 0.0
+    # the host-staged ring prices a prefill chunk's all-reduce above the published link
+    assert NOP2P.all_reduce_ms(nbytes, 4) > link.all_reduce_ms(nbytes, 4)
+
+
+def test_unknown_link_model_is_one_clear_error() -> None:
+    with pytest.raises(UserError, match="model='fluid'.*nccl-ring, latency-bandwidth"):
+        LinkSpec(name="x", p2p=True, bus_gbps=10.0, model="fluid")

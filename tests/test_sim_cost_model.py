@@ -148,12 +148,16 @@ def test_link_and_cpu_overhead() -> None:
     cm = _pp4()
     shape = BatchShape(prefill=((0, 2048),))
     nbytes = 2 * 2048 * Q32.hidden * 2  # hidden_states and residual, bf16
-    send = LinkModel(get_hardware(HW).link)
-    assert cm.link_ms(shape) == pytest.approx(send.p2p_ms(nbytes))
-    # a 42 MB send is bandwidth-bound: NCCL Simple's one step plus the bytes at bus bandwidth
+    # the default link: nccl #1530's latency plus the bytes at calculon's 25 GB/s x 0.9
+    assert cm.link_ms(shape) == pytest.approx(0.042 + nbytes / (25e9 * 0.9) * 1e3)
+    # on a named ring variant a 42 MB send is bandwidth-bound: NCCL Simple's one step plus the
+    # bytes at bus bandwidth
+    ring = build_cost_model(Q32, "a100-40g-pcie-p2p", pp_size=4, tp_size=1)
+    send = LinkModel(get_hardware("a100-40g-pcie-p2p").link)
+    assert ring.link_ms(shape) == pytest.approx(send.p2p_ms(nbytes))
     simple_ms = (SIMPLE.base_us + SIMPLE.hop_us) / 1000
-    assert cm.link_ms(shape) == pytest.approx(
-        simple_ms + nbytes / (get_hardware(HW).link.bus_gbps * 1e6))
+    assert ring.link_ms(shape) == pytest.approx(
+        simple_ms + nbytes / (get_hardware("a100-40g-pcie-p2p").link.bus_gbps * 1e6))
     assert 0 < cm.cpu_overhead_ms(_decode(8)) < cm.cpu_overhead_ms(_decode(128))
     assert build_cost_model(Q32, HW, pp_size=1, tp_size=4).link_ms(shape) == 0.0
 

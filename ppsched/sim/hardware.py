@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from ppsched.core.errors import UserError
 
 MIB = 1024 * 1024
+LINK_MODELS = ("nccl-ring", "latency-bandwidth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +25,20 @@ class LinkSpec:
     p2p: bool
     bus_gbps: float
     sources: tuple[tuple[str, str], ...] = ()
+    # "nccl-ring": NCCL's per-protocol ring cost (ppsched/sim/cost/link.py); "latency-bandwidth":
+    # one fixed latency_us per operation plus bytes over bus_gbps, the model the published
+    # tables were measured with.
+    model: str = "nccl-ring"
+    latency_us: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise UserError(f"link name {self.name!r}: expected a non-empty string")
+        if self.model not in LINK_MODELS:
+            raise UserError(f"link {self.name!r}: model={self.model!r}, expected one of "
+                            f"{', '.join(LINK_MODELS)}")
+        if not (math.isfinite(self.latency_us) and self.latency_us >= 0):
+            raise UserError(f"link {self.name!r}: latency_us={self.latency_us!r}, expected >= 0")
         if not isinstance(self.p2p, bool):
             raise UserError(f"link {self.name!r}: p2p={self.p2p!r}, expected True or False")
         if not (isinstance(self.bus_gbps, (int, float)) and math.isfinite(self.bus_gbps)
@@ -112,6 +123,21 @@ PCIE4_HOST_STAGED = LinkSpec(
     ),
 )
 
+# The link every published table was measured with: calculon's A100 system file gives its
+# PCIe-class network 25 GB/s at efficiency 0.9, and one NCCL operation a fixed ~42 us. It prices
+# TP4's all-reduces below what a box without P2P pays (docs/COST_MODEL.md, "Links"); the named
+# variants -p2p and -nop2p use NCCL's ring model.
+PCIE4_LATENCY_BANDWIDTH = LinkSpec(
+    name="pcie4-latency-bandwidth", p2p=True, bus_gbps=25.0 * 0.9,
+    model="latency-bandwidth", latency_us=42.0,
+    sources=(
+        ("bus_gbps", "calculon-ai/calculon systems/a100_80g.json PCIe-class network: 25 GB/s, "
+                     "efficiency 0.9 (PCIe 4.0 x16 raw: 31.5 GB/s per direction)"),
+        ("latency_us", "NVIDIA/nccl issue #1530: ~42 us for an 8-byte all-reduce over PCIe "
+                       "GPUs (the smallest NCCL operation's fixed cost)"),
+    ),
+)
+
 _A100_40G_PCIE_SOURCES = (
     ("gpu_mem_gb", "torch total memory of an NVIDIA A100-PCIE-40GB: 40339.3125 MiB "
                    "(reported in a PrunaAI results.json on the HF hub)"),
@@ -126,9 +152,11 @@ def _a100_40g_pcie(name: str, link: LinkSpec) -> HardwareSpec:
                         sources=_A100_40G_PCIE_SOURCES)
 
 
-# The plain name is the host-staged box: NCCL's default on an Intel host whose GPUs sit on the
-# CPU's root ports (see docs/COST_MODEL.md, "Links", for why this is the default).
-DEFAULT_PCIE_LINK = PCIE4_HOST_STAGED
+# The plain name keeps the link the published tables were measured with; moving it to the
+# host-staged ring (NCCL's default on an Intel host whose GPUs sit on the CPU's root ports)
+# changes every simulated figure, PP's activation sends included, and needs the tables
+# re-measured first (docs/COST_MODEL.md, "Links").
+DEFAULT_PCIE_LINK = PCIE4_LATENCY_BANDWIDTH
 
 _HARDWARE: dict[str, HardwareSpec] = {
     "a100-40g-pcie": _a100_40g_pcie("a100-40g-pcie", DEFAULT_PCIE_LINK),
@@ -139,7 +167,7 @@ _HARDWARE: dict[str, HardwareSpec] = {
         gpu_mem_gb=81920 * MIB / 1e9,  # 85.90 GB
         hbm_gbps=2039.0,
         bf16_tflops=312.0,
-        link=PCIE4_P2P,
+        link=PCIE4_LATENCY_BANDWIDTH,
         sources=(
             ("gpu_mem_gb", "vidur configs/device_configs/a100.yml: 80 GB (nvidia-smi: 81920 MiB)"),
             ("hbm_gbps", "NVIDIA A100 datasheet: A100 80GB SXM 2,039 GB/s (the profiles' form "

@@ -74,8 +74,44 @@ class LinkModel:
         return self._ring_ms(n - 1, (n - 1) / n * nbytes_total)
 
     def describe(self) -> dict[str, object]:
-        return {"link": self.link.name, "p2p": self.link.p2p, "bus_gbps": self.link.bus_gbps,
+        return {"link": self.link.name, "model": self.link.model, "p2p": self.link.p2p,
+                "bus_gbps": self.link.bus_gbps,
                 "protocols": {p.name: {"base_us": round(p.base_us, 3),
                                        "hop_us": round(p.hop_us, 3),
                                        "bandwidth_share": p.bandwidth_share}
                               for p in PROTOCOLS}}
+
+
+class LatencyBandwidthLink:
+    """One fixed latency per operation plus the bytes each GPU moves over the bus bandwidth
+    (a ring all-reduce 2(n-1)/n of the buffer, an all-gather (n-1)/n): no per-step latency,
+    no protocol choice."""
+
+    __slots__ = ("link", "latency_ms", "bytes_per_ms")
+
+    def __init__(self, link: LinkSpec) -> None:
+        self.link = link
+        self.latency_ms = link.latency_us / 1000.0
+        self.bytes_per_ms = link.bytes_per_ms
+
+    def p2p_ms(self, nbytes: float) -> float:
+        return self.latency_ms + nbytes / self.bytes_per_ms if nbytes > 0 else 0.0
+
+    def all_reduce_ms(self, nbytes: float, n: int) -> float:
+        if n <= 1 or nbytes <= 0:
+            return 0.0
+        return self.latency_ms + 2.0 * (n - 1) / n * nbytes / self.bytes_per_ms
+
+    def all_gather_ms(self, nbytes_total: float, n: int) -> float:
+        if n <= 1 or nbytes_total <= 0:
+            return 0.0
+        return self.latency_ms + (n - 1) / n * nbytes_total / self.bytes_per_ms
+
+    def describe(self) -> dict[str, object]:
+        return {"link": self.link.name, "model": self.link.model, "p2p": self.link.p2p,
+                "bus_gbps": self.link.bus_gbps, "latency_us": self.link.latency_us}
+
+
+def link_model(link: LinkSpec) -> LinkModel | LatencyBandwidthLink:
+    """The cost of ``link``'s transfers under the model it names."""
+    return LatencyBandwidthLink(link) if link.model == "latency-bandwidth" else LinkModel(link)

@@ -16,7 +16,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig
 from ppsched.core.paths import data_dir as resolve_data_dir
 from ppsched.sim.cost.linear import extrapolate
-from ppsched.sim.cost.link import LinkModel
+from ppsched.sim.cost.link import link_model
 from ppsched.sim.cost.tables import CostTables, build_tables
 
 # Not in KV under mem_fraction_static: CUDA context, cuBLAS workspace, NCCL buffers.
@@ -66,7 +66,7 @@ class CostModel:
             self.hardware.gpu_mem_bytes / MIB, tp_size)
         self._launch_ms = tuple(n * EAGER_LAUNCH_MS_PER_LAYER for n in self.layers_per_stage)
         self._last = pp_size - 1
-        self._link = LinkModel(self.hardware.link)
+        self._link = link_model(self.hardware.link)
         self._layer = tables.layer_ms
         self._layer_cv = tables.layer_cv
         self._attn = tables.attention
