@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ppsched.core.errors import UserError
 from ppsched.fleet.routers import RouterSettings
 
 MAX_BOXES = 256
+RESULT_FILES = ("config.py", "prefix_tree.py", "routers.py", "simulate.py")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +46,23 @@ class FleetConfig:
         return self.box.pp_size * self.box.tp_size
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fleet": {"boxes": self.boxes, "router": self.router.policy,
+        """The box's settings (what the run cache reads: chunk, model, data files) plus the
+        fleet's, with a hash of the fleet's code so an edited router model is never reused."""
+        return {**self.box.to_dict(),
+                "fleet": {"boxes": self.boxes, "router": self.router.policy,
                           "cache_threshold": self.router.cache_threshold,
                           "balance_abs_threshold": self.router.balance_abs_threshold,
                           "balance_rel_threshold": self.router.balance_rel_threshold,
-                          "load_poll_s": self.router.load_poll_s},
-                "box": self.box.to_dict()}
+                          "load_poll_s": self.router.load_poll_s,
+                          "code": fleet_code_fingerprint()}}
+
+
+@lru_cache(maxsize=1)
+def fleet_code_fingerprint() -> str:
+    """Hash of the sources a fleet run's result depends on beyond the simulator's own (which
+    the run cache hashes)."""
+    digest = hashlib.sha256()
+    for name in RESULT_FILES:
+        digest.update(name.encode())
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
