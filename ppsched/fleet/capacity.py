@@ -24,7 +24,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.core.slo import Slo
 from ppsched.experiments.goodput import SearchSettings, measurement_window, run_spec
-from ppsched.experiments.joint_search import joint_search
+from ppsched.experiments.joint_search import SearchResult, joint_search
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import get_policy
 from ppsched.experiments.runner import Runner, RunTask
@@ -120,43 +120,53 @@ def measured_attainment(records: Sequence[RequestRecord], window: Window, slo: S
     return met / len(inside) if inside else math.nan
 
 
+class FleetRuns:
+    """Fleet runs of one workload, window and SLO through a Runner, judged by the sustained
+    criterion; every judged run is kept in ``points``."""
+
+    def __init__(self, runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
+                 slo: Slo) -> None:
+        self.runner, self.setup, self.workload = runner, setup, workload
+        self.window, self.slo = window, slo
+        self.points: list[FleetPoint] = []
+        self._lock = threading.Lock()
+
+    def submit(self, key: str, boxes: int, router: RouterSettings, rate: float) -> Future:
+        box = make_config(get_policy(key), self.setup, self.slo)
+        fleet = FleetConfig(box, boxes, router)
+        return self.runner.submit(RunTask(fleet, run_spec(self.workload, rate, self.setup.seed,
+                                                          self.window)))
+
+    def judge(self, key: str, boxes: int, router: RouterSettings, rate: float) -> FleetPoint:
+        outcome = self.submit(key, boxes, router, rate).result()
+        point = _point(key, router.policy, rate, boxes, outcome.records, outcome.summary,
+                       self.window, self.slo)
+        with self._lock:
+            self.points.append(point)
+        return point
+
+    def goodput(self, key: str, boxes: int, router: RouterSettings, search: SearchSettings,
+                start: float | None = None) -> SearchResult:
+        """The fleet's sustained goodput: the goodput search with fleet runs at each rate."""
+        scale = 1.0  # ``self.slo`` is already scaled
+
+        def evaluate(rates: Sequence[float]) -> list[dict[float, bool]]:
+            futures = [self.submit(key, boxes, router, r) for r in rates]
+            return [{scale: verdict(f.result().records, self.window, self.slo).ok}
+                    for f in futures]
+
+        return joint_search(evaluate, [scale], start=start or search.start,
+                            growth=search.growth, floor=search.floor, rel_tol=search.rel_tol,
+                            max_steps=search.max_steps, backing=search.backing)[scale]
+
+
 def plan_capacity(runner: Runner, setup: Setup, workload: WorkloadSpec, profile: RateProfile,
                   configs: Sequence[str], routers: Sequence[str],
                   settings: PlanSettings = PlanSettings()) -> Plan:
     configs = check_configs(configs)
     router_settings = [RouterSettings(name) for name in routers]
     window = settings.window or measurement_window(workload, setup.base_slo)
-    slo = setup.base_slo.scaled(settings.slo_scale)
-    points: list[FleetPoint] = []
-    lock = threading.Lock()
-
-    def box_config(key: str):
-        return make_config(get_policy(key), setup, slo)
-
-    def submit(key: str, boxes: int, router: RouterSettings, rate: float) -> Future:
-        fleet = FleetConfig(box_config(key), boxes, router)
-        return runner.submit(RunTask(fleet, run_spec(workload, rate, setup.seed, window)))
-
-    def single_box(key: str):
-        search = settings.single_box
-
-        def evaluate(rates: Sequence[float]) -> list[dict[float, bool]]:
-            futures = [submit(key, 1, SINGLE_BOX_ROUTER, r) for r in rates]
-            return [{settings.slo_scale: verdict(f.result().records, window, slo).ok}
-                    for f in futures]
-
-        return joint_search(evaluate, [settings.slo_scale], start=search.start,
-                            growth=search.growth, floor=search.floor, rel_tol=search.rel_tol,
-                            max_steps=search.max_steps,
-                            backing=search.backing)[settings.slo_scale]
-
-    def fleet_passes(key: str, router: RouterSettings, rate: float, boxes: int) -> bool:
-        outcome = submit(key, boxes, router, rate).result()
-        point = _point(key, router.policy, rate, boxes, outcome.records, outcome.summary,
-                       window, slo)
-        with lock:
-            points.append(point)
-        return point.passed
+    runs = FleetRuns(runner, setup, workload, window, setup.base_slo.scaled(settings.slo_scale))
 
     def chain(key: str, router: RouterSettings, rate: float, g1: Future) -> BoxSearch:
         start = lower_bound(rate, g1.result().goodput_rps)
@@ -164,20 +174,21 @@ def plan_capacity(runner: Runner, setup: Setup, workload: WorkloadSpec, profile:
             return BoxSearch(0, 0, ())
         if start > settings.max_boxes:
             return BoxSearch(0, start, ())
-        return least_boxes(lambda n: fleet_passes(key, router, rate, n), start,
+        return least_boxes(lambda n: runs.judge(key, n, router, rate).passed, start,
                            settings.max_boxes)
 
     rates = profile.rates
     workers = len(configs) * (1 + len(router_settings) * len(rates))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        g1 = {key: pool.submit(single_box, key) for key in configs}
+        g1 = {key: pool.submit(runs.goodput, key, 1, SINGLE_BOX_ROUTER, settings.single_box)
+              for key in configs}
         chains = {(key, r.policy, rate): pool.submit(chain, key, r, rate, g1[key])
                   for key in configs for r in router_settings for rate in rates}
         answers = tuple(
             PlanAnswer(key, r.policy, g1[key].result().goodput_rps,
                        tuple((rate, chains[(key, r.policy, rate)].result()) for rate in rates))
             for key in configs for r in router_settings)
-    return Plan(answers, tuple(points), window, profile, slo,
+    return Plan(answers, tuple(runs.points), window, profile, runs.slo,
                 {key: g1[key].result().tried for key in configs})
 
 
