@@ -70,6 +70,7 @@ class FleetPoint:
     p90_tpot_ms: float
     reason: str
     busiest_share: float  # the busiest box's requests / the mean per box (1.0: even)
+    busiest_share_per_poll: float  # the same per 30 s (the load poll interval), averaged
     prefix_hit_rate: float  # tokens served from the boxes' prefix caches (nan: no prefix ids)
 
 
@@ -202,5 +203,6 @@ def _point(key: str, router: str, rate: float, boxes: int, records: Sequence[Req
     return FleetPoint(key, router, rate, boxes, judged.ok,
                       measured_attainment(records, window, slo), judged.p90_ttft_ms,
                       judged.p90_tpot_ms, judged.reason, max(routed) / mean if mean else 1.0,
+                      summary.get("fleet", {}).get("busiest_share_per_poll", 1.0),
                       float(np.mean(hits)) if hits else math.nan)
 

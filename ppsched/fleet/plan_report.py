@@ -8,8 +8,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
-from ppsched.experiments.plotting import label, new_figure, save
+from ppsched.experiments.plotting import new_figure, save
+from ppsched.experiments.policies import get_policy
 from ppsched.fleet.capacity import Plan, PlanAnswer
 
 ROUTER_STYLES = {"random": ("#7f7f7f", "v", ":"), "round_robin": ("#1f77b4", "o", "-"),
@@ -18,7 +20,8 @@ PLAN_COLUMNS = (
     "model", "workload", "config", "config_label", "router", "rate_rps", "slo_scale", "boxes",
     "gpus_per_box", "gpus", "gpu_hours_per_million", "box_goodput_rps", "lower_bound_boxes",
     "boxes_minus_bound", "per_box_rate_vs_one_box", "attainment", "p90_ttft_ms", "p90_tpot_ms",
-    "busiest_box_share", "prefix_hit_rate", "boxes_by_rate", "tried", "window_s", "seed")
+    "busiest_box_share", "busiest_box_share_per_poll", "prefix_hit_rate", "boxes_by_rate",
+    "tried", "window_s", "seed")
 
 
 def plan_table(plan: Plan, *, model: str, workload: str, seed: int, slo_scale: float,
@@ -34,7 +37,7 @@ def plan_table(plan: Plan, *, model: str, workload: str, seed: int, slo_scale: f
         point = by_key.get((ans.config, ans.router, peak, search.boxes))
         rows.append({
             "model": model, "workload": workload, "config": ans.config,
-            "config_label": label(ans.config), "router": ans.router,
+            "config_label": get_policy(ans.config).label, "router": ans.router,
             "rate_rps": plan.profile.describe(), "slo_scale": slo_scale,
             "boxes": search.boxes if found else math.nan, "gpus_per_box": gpus,
             "gpus": search.boxes * gpus if found else math.nan,
@@ -48,6 +51,7 @@ def plan_table(plan: Plan, *, model: str, workload: str, seed: int, slo_scale: f
             "p90_ttft_ms": point.p90_ttft_ms if point else math.nan,
             "p90_tpot_ms": point.p90_tpot_ms if point else math.nan,
             "busiest_box_share": point.busiest_share if point else math.nan,
+            "busiest_box_share_per_poll": point.busiest_share_per_poll if point else math.nan,
             "prefix_hit_rate": point.prefix_hit_rate if point else math.nan,
             "boxes_by_rate": ";".join(f"{r:g}:{b}" for r, b in boxes_at.items()),
             "tried": _tried(ans), "window_s": f"{plan.window.warmup_s:g}+"
@@ -94,7 +98,8 @@ def plot_attainment(plan: Plan, out_dir: Path, title: str) -> Path:
             ax.axvline(bound, color="black", linestyle=":", linewidth=1,
                        label=f"N0 = ceil(rate / one box) = {bound}")
         ax.axhline(0.9, color="grey", linewidth=0.8)
-        ax.set_title(label(config))
+        ax.set_title(get_policy(config).label)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("boxes")
         ax.set_ylabel("SLO attainment, measured window")
         ax.legend(fontsize=8, loc="lower right")
@@ -105,8 +110,9 @@ def plot_attainment(plan: Plan, out_dir: Path, title: str) -> Path:
 
 def format_plan(table: pd.DataFrame) -> str:
     cols = ["config", "router", "boxes", "gpus", "gpu_hours_per_million", "box_goodput_rps",
-            "lower_bound_boxes", "attainment", "busiest_box_share"]
+            "lower_bound_boxes", "attainment", "busiest_box_share_per_poll"]
     shown = table[cols].copy()
-    for col in ("gpu_hours_per_million", "box_goodput_rps", "attainment", "busiest_box_share"):
+    for col in ("gpu_hours_per_million", "box_goodput_rps", "attainment",
+                "busiest_box_share_per_poll"):
         shown[col] = shown[col].map(lambda v: f"{v:.3g}" if pd.notna(v) else "-")
     return shown.to_string(index=False)

@@ -91,10 +91,24 @@ def _result(config: FleetConfig, built: Sequence[BuiltEngine],
         "sim_speed_cpu": end_s / cpu if cpu > 0 else float("inf"),
         "fleet": {"boxes": config.boxes, "router": config.router.policy,
                   "routed": [len(b) for b in per_box], "router_reasons": reasons,
+                  "busiest_share_per_poll": _busiest_share(per_box, config.router.load_poll_s),
                   "gpus_per_box": config.gpus_per_box()},
         "boxes": [_box_brief(res.summary) for res in box_results],
         "config": config.to_dict()})
     return FleetResult(tuple(records), summary, tuple(routed[r.req_id] for r in records))
+
+
+def _busiest_share(per_box: Sequence[Sequence[RequestSpec]], span_s: float) -> float:
+    """Mean over ``span_s`` windows (the load poll interval) of the busiest box's arrivals over
+    the mean per box: 1.0 is even; imbalance that evens out over a run shows here."""
+    if len(per_box) < 2:
+        return 1.0
+    counts: dict[int, list[int]] = {}
+    for box, specs in enumerate(per_box):
+        for spec in specs:
+            counts.setdefault(int(spec.arrival_s // span_s), [0] * len(per_box))[box] += 1
+    shares = [max(c) * len(c) / sum(c) for c in counts.values()]
+    return sum(shares) / len(shares) if shares else 1.0
 
 
 def _box_brief(summary: dict[str, Any]) -> dict[str, Any]:
