@@ -106,3 +106,16 @@ def test_bad_fleet_settings_name_the_value():
         FleetConfig(PREDICTIVE, "2")
     with pytest.raises(UserError, match="run configuration"):
         FleetConfig("pp4", 2)
+
+
+def test_power_of_two_on_stale_load_piles_onto_the_lightest_box_between_polls():
+    workload = load(WorkloadSpec("azure-conv", rate=8.0, num_requests=480, seed=2))
+    config = RunConfig(chunk="static:512", mixed_chunk=True)
+    share = {policy: simulate_fleet(FleetConfig(config, 4, RouterSettings(policy)), workload)
+             .summary["fleet"]["busiest_share_per_poll"]
+             for policy in ("round_robin", "power_of_two")}
+    assert share["round_robin"] < 1.1
+    # within a poll interval every sampled pair compares the same stale loads: the box that was
+    # lightest at the poll wins every pair it is in, 3 of the 6 pairs of 4 boxes, so it gets
+    # half the arrivals (2x its share) until the next poll
+    assert share["power_of_two"] > 1.5
