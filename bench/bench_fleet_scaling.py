@@ -41,13 +41,15 @@ def main() -> int:
     p.add_argument("--config", default="static-512")
     p.add_argument("--boxes", type=int, default=4)
     p.add_argument("--routers", default="all")
+    p.add_argument("--max-context", type=int, default=None,
+                   help="cap prompt+output (the Mooncake trace's longest prompts exceed 32k)")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--cache", default="results/cache")
     p.add_argument("--out", default="results/fleet_scaling")
     args = p.parse_args()
     start = time.monotonic()
     setup = Setup(model=args.model)
-    workload = WorkloadSpec(args.workload, rate=1.0)
+    workload = WorkloadSpec(args.workload, rate=1.0, max_context=args.max_context)
     window = measurement_window(workload, setup.base_slo)
     search = SearchSettings()
     rows = []
@@ -56,6 +58,10 @@ def main() -> int:
         runs = FleetRuns(runner, setup, workload, window, setup.base_slo)
         g1 = runs.goodput(args.config, 1, SINGLE_BOX_ROUTER, search).goodput_rps
         target = args.boxes * g1
+        if target <= 0:
+            print(f"one box of {args.config} sustains no rate on {args.workload}: nothing to "
+                  "scale", file=sys.stderr)
+            return 1
         routers = [RouterSettings(name) for name in parse_router_policies(args.routers)]
         fleet_search = replace(search, growth=FLEET_GROWTH)
         for router in routers:  # submitted together: the pool runs them side by side
