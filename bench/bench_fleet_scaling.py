@@ -6,9 +6,9 @@ Usage: .venv/bin/python bench/bench_fleet_scaling.py --config static-512 --boxes
 One box's sustained goodput g1 (the goodput search on a fleet of one, seed 0, the workload's
 goodput window) and, per router, the fleet's sustained goodput with N boxes (the same search on
 fleet runs, starting at N x g1). Prints fleet / (N x g1) per router, and at the rate N x g1 the
-busiest box's share of requests (1.0: even), the P90 TTFT and the boxes' prefix-cache hit rate:
-where a fleet falls short of N boxes, these say whether imbalance, stale load or lost cache
-locality is why. Writes fleet_scaling.csv to --out.
+busiest box's share of requests over the run and per 30 s poll interval (1.0: even), the P90
+TTFT and the boxes' prefix-cache hit rate: where a fleet falls short of N boxes, these say
+whether imbalance, stale load or lost cache locality is why. Writes fleet_scaling.csv to --out.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def main() -> int:
                          "one_box_goodput": g1, "fleet_goodput": found.goodput_rps,
                          "fleet_vs_n_boxes": found.goodput_rps / target if target else 0.0,
                          "busiest_share_at_n_g1": at.busiest_share,
+                         "busiest_share_per_poll_at_n_g1": at.busiest_share_per_poll,
                          "p90_ttft_ms_at_n_g1": at.p90_ttft_ms,
                          "prefix_hit_rate_at_n_g1": at.prefix_hit_rate,
                          "runs": len(found.tried)})
