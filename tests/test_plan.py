@@ -111,3 +111,22 @@ def test_a_small_plan_answers_for_every_configuration_and_router(tmp_path, capsy
         assert row.attainment > 0.5 and not math.isnan(row.box_goodput_rps)
     assert (out / "plan_points.png").stat().st_size > 10_000
     assert "gpu_hours_per_million" in capsys.readouterr().out
+
+
+def test_gpu_hours_per_million_sum_each_segment_boxes_over_the_days_requests():
+    from ppsched.core.slo import Slo
+    from ppsched.fleet.box_search import BoxSearch
+    from ppsched.fleet.capacity import Plan, PlanAnswer
+    from ppsched.fleet.plan_report import plan_table
+    from ppsched.metrics.steady import Window
+
+    profile = RateProfile.parse("0:6,8:14,20:9")
+    searches = tuple((rate, BoxSearch(boxes, boxes, ((boxes, True),)))
+                     for rate, boxes in ((14.0, 2), (9.0, 1), (6.0, 1)))
+    plan = Plan((PlanAnswer("static-512", "round_robin", 13.75, searches),), (),
+                Window(10, 40, 5), profile, Slo(), {})
+    row = plan_table(plan, model="m", workload="w", seed=0, slo_scale=1.0,
+                     gpus_per_box={"static-512": 4}).iloc[0]
+    # 1 box x 4 GPUs x 8 h + 2 x 4 x 12 h + 1 x 4 x 4 h over (6x8 + 14x12 + 9x4) h of requests
+    assert row["gpu_hours_per_million"] == pytest.approx(144 / (252 * 3600) * 1e6)
+    assert row["boxes"] == 2 and row["boxes_by_rate"] == "14:2;9:1;6:1"
