@@ -164,7 +164,6 @@ class Engine:
         self.mark = self.st.progress_mark()
         self.pending: deque[RequestSpec] = deque()  # offered, not yet taken by a turn
         self.waiting = False  # idle on every slot: the next turn needs the next arrival
-        self.offered = 0
 
     def offer(self, spec: RequestSpec) -> None:
         """One arrival routed here; arrivals come in (arrival_s, req_id) order."""
@@ -175,7 +174,6 @@ class Engine:
                                     f"request {pending[-1].req_id} at {pending[-1].arrival_s}s: "
                                     "expected arrivals in time order")
         pending.append(spec)
-        self.offered += 1
 
     def next_event_time(self) -> float:
         """When the next scheduler turn starts (inf: idle until another arrival is offered)."""
