@@ -34,7 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--slo-scale", type=float, default=1.0)
     p.add_argument("--configs", default=",".join(_default_configs()),
                    help="comma-separated policy keys, one box configuration each (e.g. "
-                        "predictive, static-512, tp4)")
+                        "predictive, static-512, tp4), or all")
     p.add_argument("--routers", default="all",
                    help="comma-separated sglang-router policies: random, round_robin, "
                         "cache_aware, power_of_two, or all")
@@ -71,6 +71,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if "x" in args.configs.lower().replace("static", ""):
         raise UserError(f"--configs {args.configs!r}: {HYBRID_NOTE}")
     configs = parse_policies(args.configs)
+    if args.configs.strip() == "all":  # every configuration that is one run config
+        configs = tuple(k for k in configs if get_policy(k).chunk != "oracle")
     routers = parse_router_policies(args.routers)
     setup = make_setup(args)
     workload = make_workload(args, None if args.trace_file is not None else args.workload)
