@@ -6,11 +6,16 @@ chunked request's next chunk first, then FCFS new requests within the chunk budg
 optionally mixed with the slot's decodes, else a decode batch of the slot's decode set (trimmed
 by the delay-scheduling trimmer, if any). Rank 0 spends the scheduler CPU overhead before each
 launch. Stage timing is in ``timing.Pipeline``; the loop itself only ever waits for a slot's
-result or for the next arrival, so those are its only events (a sorted arrival list and one
-return time per slot: the event order is fixed by the round robin, no general heap is needed).
+result or for the next arrival, so those are its only events (the offered arrivals in time order
+and one return time per slot: the event order is fixed by the round robin, no general heap is
+needed). ``run`` offers every arrival up front; a fleet's router offers each one as it routes it,
+having advanced the engine to just before its arrival time (``advance_until``), and sees the same
+turns.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from ppsched.core.requests import RequestSpec
 from ppsched.core.snapshots import StageMeasurement
@@ -42,6 +47,7 @@ class Engine:
         self.busy_since = 0.0
         self.work_s = 0.0  # total time with requests in the system (bubble denominator)
         self.end_s = 0.0
+        self.start()
 
     # --- arrivals and results -----------------------------------------------------------------
     def _reject_reason(self, spec: RequestSpec) -> str:
@@ -165,25 +171,65 @@ class Engine:
         self.st.mb_count += 1
         return launch_s
 
-    def run(self, specs: tuple[RequestSpec, ...]) -> None:
-        st, feed, log = self.st, self.feed, self.log
+    # --- stepping: one engine driven by an outside event loop (a fleet's router) -------------
+    def start(self) -> None:
+        """Reset the loop's clock; then ``offer`` arrivals in time order and ``advance_until``."""
+        self.now = 0.0
+        self.cursor = 0
+        self.idle_turns = 0
+        self.mark = self.st.progress_mark()
+        self.pending: deque[RequestSpec] = deque()  # offered, not yet taken by a turn
+        self.waiting = False  # idle on every slot: the next turn needs the next arrival
+
+    def offer(self, spec: RequestSpec) -> None:
+        """One arrival routed here; arrivals come in (arrival_s, req_id) order."""
+        pending = self.pending
+        if pending and (spec.arrival_s, spec.req_id) < (pending[-1].arrival_s,
+                                                        pending[-1].req_id):
+            raise SimInvariantError(f"request {spec.req_id} offered at {spec.arrival_s}s after "
+                                    f"request {pending[-1].req_id} at {pending[-1].arrival_s}s: "
+                                    "expected arrivals in time order")
+        pending.append(spec)
+
+    def next_event_time(self) -> float:
+        """When the next scheduler turn starts (inf: idle until another arrival is offered)."""
+        if self.waiting:
+            return max(self.now, self.pending[0].arrival_s) if self.pending else float("inf")
+        batch = self.inflight[self.cursor]
+        return self.now if batch is None or batch.return_s <= self.now else batch.return_s
+
+    def in_flight(self) -> int:
+        """Requests offered and not yet finished or rejected (a router's own count)."""
+        return len(self.pending) + self.in_system
+
+    def token_load(self) -> int:
+        """SGLang's /get_load num_tokens: KV tokens in use plus the waiting prompts' tokens."""
+        st = self.st
+        return (st.kv.capacity - st.kv.free() + st.queued_tokens
+                + sum(s.prompt_tokens for s in self.pending))
+
+    def advance_until(self, until: float) -> None:
+        """Run every scheduler turn that starts before ``until``: an arrival offered at
+        ``until`` afterwards is taken exactly where ``run`` would take it."""
+        st, feed, log, pending = self.st, self.feed, self.log, self.pending
         slots = self.limits.slots
-        arrivals = sorted(specs, key=lambda s: (s.arrival_s, s.req_id))
-        n_arr = len(arrivals)
-        ai = 0
-        now = 0.0
-        cursor = 0
-        idle_turns = 0
-        mark = st.progress_mark()
+        now, cursor, idle_turns, mark = self.now, self.cursor, self.idle_turns, self.mark
         while True:
+            if self.waiting:
+                if not pending or max(now, pending[0].arrival_s) >= until:
+                    break
+                now = max(now, pending[0].arrival_s)
+                idle_turns = 0
+                self.waiting = False
             batch = self.inflight[cursor]
+            turn_s = now if batch is None or batch.return_s <= now else batch.return_s
+            if turn_s >= until:
+                break
+            now = turn_s
             if batch is not None:
-                if batch.return_s > now:
-                    now = batch.return_s
                 self.inflight[cursor] = None
-            while ai < n_arr and arrivals[ai].arrival_s <= now:
-                self.arrive(arrivals[ai])
-                ai += 1
+            while pending and pending[0].arrival_s <= now:
+                self.arrive(pending.popleft())
             if batch is not None:
                 self.complete(batch, now)
             feed.flush(now, st.recent_stage)  # every turn, so the pending list stays short
@@ -200,14 +246,24 @@ class Engine:
             if idle_turns >= slots and not any(self.inflight):
                 if st.progress_mark() != mark:
                     idle_turns = 0  # a retraction or hold changed the state: go round again
-                elif ai < n_arr:
-                    now = max(now, arrivals[ai].arrival_s)
-                    idle_turns = 0
-                elif st.queue or st.chunked is not None or st.decoding:
-                    raise SimInvariantError(
-                        f"engine stuck at t={now:.3f}s: {len(st.queue)} queued, "
-                        f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
                 else:
-                    break
-        feed.flush(float("inf"), st.recent_stage)
-        self.end_s = now
+                    self.waiting = True  # resumes at the next offered arrival
+        self.now, self.cursor, self.idle_turns, self.mark = now, cursor, idle_turns, mark
+
+    def finish(self) -> None:
+        """After the last arrival: run to the end, check nothing is stuck, flush the feed."""
+        self.advance_until(float("inf"))
+        st = self.st
+        if st.queue or st.chunked is not None or st.decoding:
+            raise SimInvariantError(
+                f"engine stuck at t={self.now:.3f}s: {len(st.queue)} queued, "
+                f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
+        self.feed.flush(float("inf"), st.recent_stage)
+        self.end_s = self.now
+
+    def run(self, specs: tuple[RequestSpec, ...]) -> None:
+        """Every arrival known up front: the single-box run."""
+        self.start()
+        for spec in sorted(specs, key=lambda s: (s.arrival_s, s.req_id)):
+            self.offer(spec)
+        self.finish()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ppsched.admission import AdmissionGate, build_admission
@@ -80,8 +82,22 @@ def build_cost(config: SimConfig) -> CostModel:
                             noise=config.noise)
 
 
-def simulate(config: SimConfig, workload: HasRequests, *,
-             cost_model: CostModel | None = None) -> SimResult:
+@dataclass(frozen=True)
+class BuiltEngine:
+    """An engine ready to run, with what its result needs (one box of a fleet, or the run)."""
+
+    engine: Engine
+    capacity: int
+    max_running: int
+    per_slot: int
+    slots: int
+    ds_max_consecutive: int | None  # the trimmer's hold bound; None without a trimmer
+
+
+def build_engine(config: SimConfig, requests: Sequence[RequestSpec], *,
+                 cost_model: CostModel | None = None) -> BuiltEngine:
+    """The cost model, policies and engine ``config`` describes, for these requests (their
+    prefix ids decide whether the prefix cache is on)."""
     if not callable(getattr(config, "policy_context", None)):
         raise UserError(f"simulate: config {config!r} is not a run configuration")
     model = config.model_config()
@@ -113,11 +129,26 @@ def simulate(config: SimConfig, workload: HasRequests, *,
                           max_chunk_tokens=config.max_chunk_tokens, max_context=max_context,
                           ds_max_consecutive=config.ds_max_consecutive,
                           prefix_cache=config.prefix_cache and any(
-                              spec.prefix_block_ids for spec in workload.requests))
+                              spec.prefix_block_ids for spec in requests))
     engine = Engine(cost, PolicyFeed(controller, trimmer, gate), limits)
+    return BuiltEngine(engine, capacity, max_running, per_slot, slots,
+                       config.ds_max_consecutive if trimmer else None)
+
+
+def simulate(config: SimConfig, workload: HasRequests, *,
+             cost_model: CostModel | None = None) -> SimResult:
+    built = build_engine(config, workload.requests, cost_model=cost_model)
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    engine.run(tuple(workload.requests))
+    built.engine.run(tuple(workload.requests))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return engine_result(built, config, workload.requests, wall_s=wall, cpu_s=cpu)
+
+
+def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[RequestSpec], *,
+                  wall_s: float, cpu_s: float) -> SimResult:
+    """A finished engine's records, iterations and summary, its invariants checked against the
+    requests it was given."""
+    engine, capacity = built.engine, built.capacity
     reqs = sorted(engine.reqs, key=lambda r: r.rid)
     records = [r.record() for r in reqs]
     iterations = engine.log.frame()
@@ -126,24 +157,25 @@ def simulate(config: SimConfig, workload: HasRequests, *,
                      generated=_generated_by_id(reqs),
                      held_left=sum(1 for m in st.members for r in m if r.held_streak),
                      max_held_streak=st.max_held_streak,
-                     ds_max_consecutive=config.ds_max_consecutive if trimmer else None)
-    check_all(workload.requests, records, iterations, engine.log.decisions, stats)
-    summary = engine_summary(records, iterations, config.slo, stages=slots,
+                     ds_max_consecutive=built.ds_max_consecutive)
+    check_all(requests, records, iterations, engine.log.decisions, stats)
+    summary = engine_summary(records, iterations, config.slo, stages=built.slots,
                              work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
-                             end_s=engine.end_s, wall_s=wall, retractions=st.retractions,
+                             end_s=engine.end_s, wall_s=wall_s, retractions=st.retractions,
                              ds_holds=st.ds_holds, max_held_streak=st.max_held_streak,
                              kv_capacity=capacity, kv_peak=st.kv.peak)
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
-    summary["sim_cpu_s"] = cpu
-    summary["sim_speed_cpu"] = engine.end_s / cpu if cpu > 0 else float("inf")
+    summary["sim_cpu_s"] = cpu_s
+    summary["sim_speed_cpu"] = engine.end_s / cpu_s if cpu_s > 0 else float("inf")
     summary["admission_rejected"] = engine.admission_rejected
-    summary["context_length"] = max_context
+    summary["context_length"] = engine.limits.max_context
     summary["context_rejected"] = engine.context_rejected
     summary["prefix_cache"] = (st.kv.cache.summary() if st.kv.cache is not None
                                else {"enabled": False})
     summary["config"] = config.to_dict()
-    summary["engine"] = {"max_running_requests": max_running, "pp_max_micro_batch_size": per_slot,
-                         "cost_model": _describe(cost)}
+    summary["engine"] = {"max_running_requests": built.max_running,
+                         "pp_max_micro_batch_size": built.per_slot,
+                         "cost_model": _describe(engine.cost)}
     return SimResult(records, iterations, engine.log.decisions, summary, stats)
 
 
