@@ -101,10 +101,10 @@ class Engine:
         st.rem_output -= 1
         if req.generated < req.output:
             return False
-        self.finish(req, now)
+        self.retire(req, now)
         return True
 
-    def finish(self, req: Req, now: float) -> None:
+    def retire(self, req: Req, now: float) -> None:
         """``req`` produced its last token at ``now``: free its KV, leave the system."""
         st = self.st
         req.finish_s = now
@@ -140,7 +140,7 @@ class Engine:
             st.rem_output -= len(decodes)
             if finished is not None:
                 for req in finished:
-                    self.finish(req, now)
+                    self.retire(req, now)
                 kept = [r for r in members if r.generated < r.output]
                 st.decoding -= len(members) - len(kept)
                 st.members[slot] = members = kept
