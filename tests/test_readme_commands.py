@@ -45,6 +45,9 @@ EXTRA_OPTIONS = {
     "goodput": (*SEARCH_OPTIONS, "--jobs", "1", "--no-progress"),
     "sweep": ("--measure-s", "30", "--warmup-s", "10", "--cooldown-s", "5", "--jobs", "1",
               "--no-progress"),
+    "plan": ("--rate", "8", "--configs", "static-512", "--routers", "round_robin",
+             "--measure-s", "30", "--warmup-s", "10", "--cooldown-s", "5", "--jobs", "1",
+             "--no-progress"),
 }
 
 SKIP_RULES: tuple[tuple[str, str], ...] = (
