@@ -8,6 +8,8 @@ start at seed 0's goodput with a finer step. The reported goodput is the lowest 
 rate every seed sustains); median and max show the spread. ``verify`` re-runs each reported point
 at 4x the measurement window with a seed no search used. ``oracle-static`` is the static
 candidate with the highest reported goodput at each scale, or none when every candidate scores 0.
+With ``stop_early`` every run ends once its verdict has certainly failed (metrics.early_stop):
+the verdicts, and so every figure of the table, are those of runs simulated to the end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.workload_spec import WorkloadSpec, load
+from ppsched.metrics.early_stop import StopRule
 from ppsched.metrics.steady import Verdict, Window, verdict, window_for
 
 GOODPUT_COLUMNS = (
@@ -59,6 +62,7 @@ class SearchSettings:
     backing: float = 0.04
     window: Window | None = None  # None: sized from the workload (metrics.steady.window_for)
     verify: bool = False
+    stop_early: bool = True  # end each run once its verdict has certainly failed
 
     def __post_init__(self) -> None:
         if not (0 < self.floor <= self.start) or not math.isfinite(self.start):
@@ -104,6 +108,14 @@ def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
     return window_for(float(pd.Series(output).median()), slo)
 
 
+def stop_rule(settings: SearchSettings, window: Window, slo: Slo) -> StopRule | None:
+    """The early stop of a run scored on ``window`` at ``slo`` (its loosest SLO when it is
+    scored at several), or None when the settings run everything to the end."""
+    if not settings.stop_early:
+        return None
+    return StopRule(slo.ttft_ms, window.warmup_s, window.end_s)
+
+
 def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> WorkloadSpec:
     """One goodput run: Poisson at `rate` over the window, lengths drawn i.i.d. from every row
     of the trace with `seed` (not the file's first rows: those would be the same for every seed
@@ -122,11 +134,12 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
         # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
         config = make_config(policy, replace(setup, seed=seed),
                              setup.base_slo.scaled(scales[0]))
+        stop = stop_rule(settings, window, setup.base_slo.scaled(max(scales)))
 
-        def evaluate(rates: Sequence[float], config=config, seed=seed
+        def evaluate(rates: Sequence[float], config=config, seed=seed, stop=stop
                      ) -> list[dict[float, bool]]:
-            futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window)))
-                       for r in rates]
+            futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window),
+                                             stop=stop)) for r in rates]
             return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
@@ -230,7 +243,7 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                 "profile": _profile_used(setup, run_key)})
     table = pd.DataFrame(rows)
     if settings.verify:
-        table = verify_table(runner, setup, workload, window, table)
+        table = verify_table(runner, setup, workload, window, table, settings.stop_early)
     else:
         table["verify"] = "not run"
     return table.reindex(columns=list(GOODPUT_COLUMNS))
@@ -264,21 +277,24 @@ def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:
 
 
 def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
-                 table: pd.DataFrame) -> pd.DataFrame:
+                 table: pd.DataFrame, stop_early: bool = False) -> pd.DataFrame:
     """Re-run each reported point at VERIFY_FACTOR x the measurement window with a fresh seed.
 
     A point that fails is lowered in FALLBACK_STEP steps (same fresh seed) until a long run
     passes and a second unused seed confirms it (else lowering goes on); that rate becomes the
     reported goodput (the search's own result stays in ``search_goodput_rps``). A point with no
-    passing step in FALLBACK_STEPS keeps its search result and is reported as FAIL."""
+    passing step in FALLBACK_STEPS keeps its search result and is reported as FAIL, with the P90s
+    of its first long run simulated to the end. ``stop_early``: every other long run ends once
+    its verdict has certainly failed (a pass always runs to the end)."""
     longer = window.longer(VERIFY_FACTOR)
     first_seed = setup.seed + VERIFY_SEED_OFFSET
     confirm_seed = setup.seed + CONFIRM_SEED_OFFSET
 
-    def submit(row, rate: float, seed: int) -> Future:
-        config = make_config(get_policy(row.run_policy), replace(setup, seed=seed),
-                             setup.base_slo.scaled(row.slo_scale))
-        return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer)))
+    def submit(row, rate: float, seed: int, stop_early: bool = stop_early) -> Future:
+        slo = setup.base_slo.scaled(row.slo_scale)
+        config = make_config(get_policy(row.run_policy), replace(setup, seed=seed), slo)
+        stop = StopRule(slo.ttft_ms, longer.warmup_s, longer.end_s) if stop_early else None
+        return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer), stop=stop))
 
     def judge(row, future: Future) -> Verdict:
         return verdict(future.result().records, longer, setup.base_slo.scaled(row.slo_scale))
@@ -311,8 +327,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
             tried.append(f"{rate:.4g}@{seed}:{int(result.ok)}")
             if result.ok:
                 break
-        if not result.ok:  # FAIL: report the search's rate and its own long run
-            rate, seed, result = row.goodput_rps, first_seed, first_result
+        if not result.ok:  # FAIL: report the search's rate and its own long run, to the end
+            rate, seed = row.goodput_rps, first_seed
+            result = judge(row, submit(row, rate, seed, False)) if stop_early else first_result
         _append(cols, rate, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
                 result.reason, ";".join(tried))
     for name, values in cols.items():

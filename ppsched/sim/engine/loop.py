@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ppsched.core.requests import RequestSpec
 from ppsched.core.snapshots import StageMeasurement
+from ppsched.metrics.early_stop import LateCount
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
@@ -149,7 +150,7 @@ class Engine:
         self.st.mb_count += 1
         return launch_s
 
-    def run(self, specs: tuple[RequestSpec, ...]) -> None:
+    def run(self, specs: tuple[RequestSpec, ...], stop: LateCount | None = None) -> None:
         st, feed, log = self.st, self.feed, self.log
         slots = self.limits.slots
         arrivals = sorted(specs, key=lambda s: (s.arrival_s, s.req_id))
@@ -170,6 +171,8 @@ class Engine:
                 ai += 1
             if batch is not None:
                 self.complete(batch, now)
+            if stop is not None and stop.decided(self.reqs, now):
+                break  # the verdict has failed whatever happens next (metrics.early_stop)
             feed.flush(now, st.recent_stage)  # every turn, so the pending list stays short
             new = (build_prefill(st, feed, log, cursor, now)
                    or build_decode(st, feed, log, cursor, now))

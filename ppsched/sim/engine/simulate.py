@@ -15,10 +15,12 @@ from ppsched.core.requests import RequestSpec
 from ppsched.core.slo import Slo
 from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
+from ppsched.metrics.early_stop import StopRule
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.loop import Engine
 from ppsched.sim.engine.result import SimResult, engine_summary
 from ppsched.sim.engine.sched_state import EngineLimits
+from ppsched.sim.engine.state import Req
 from ppsched.sim.engine.timing import CostModel
 from ppsched.sim.invariants import RunStats, check_all
 
@@ -81,7 +83,9 @@ def build_cost(config: SimConfig) -> CostModel:
 
 
 def simulate(config: SimConfig, workload: HasRequests, *,
-             cost_model: CostModel | None = None) -> SimResult:
+             cost_model: CostModel | None = None, stop: StopRule | None = None) -> SimResult:
+    """One run to the end, or, with ``stop``, until its goodput verdict has certainly failed
+    (then the requests it did not finish are recorded unfinished; summary ``stopped_early``)."""
     if not callable(getattr(config, "policy_context", None)):
         raise UserError(f"simulate: config {config!r} is not a run configuration")
     model = config.model_config()
@@ -115,10 +119,15 @@ def simulate(config: SimConfig, workload: HasRequests, *,
                           prefix_cache=config.prefix_cache and any(
                               spec.prefix_block_ids for spec in workload.requests))
     engine = Engine(cost, PolicyFeed(controller, trimmer, gate), limits)
+    count = stop.counter([s.arrival_s for s in workload.requests]) if stop else None
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    engine.run(tuple(workload.requests))
+    engine.run(tuple(workload.requests), count)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    reqs = sorted(engine.reqs, key=lambda r: r.rid)
+    stopped = count is not None and count.reason != ""
+    arrived = {r.rid for r in engine.reqs}
+    # a stopped run records the requests that had not arrived yet too (never served)
+    reqs = sorted(engine.reqs + [Req(s) for s in workload.requests if s.req_id not in arrived],
+                  key=lambda r: r.rid)
     records = [r.record() for r in reqs]
     iterations = engine.log.frame()
     st = engine.st
@@ -126,7 +135,8 @@ def simulate(config: SimConfig, workload: HasRequests, *,
                      generated=_generated_by_id(reqs),
                      held_left=sum(1 for m in st.members for r in m if r.held_streak),
                      max_held_streak=st.max_held_streak,
-                     ds_max_consecutive=config.ds_max_consecutive if trimmer else None)
+                     ds_max_consecutive=config.ds_max_consecutive if trimmer else None,
+                     stopped_early=stopped)
     check_all(workload.requests, records, iterations, engine.log.decisions, stats)
     summary = engine_summary(records, iterations, config.slo, stages=slots,
                              work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
@@ -135,6 +145,8 @@ def simulate(config: SimConfig, workload: HasRequests, *,
                              kv_capacity=capacity, kv_peak=st.kv.peak)
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
     summary["sim_cpu_s"] = cpu
+    summary["stopped_early"] = stopped
+    summary["stop_reason"] = count.reason if count is not None else ""
     summary["sim_speed_cpu"] = engine.end_s / cpu if cpu > 0 else float("inf")
     summary["admission_rejected"] = engine.admission_rejected
     summary["context_length"] = max_context
