@@ -15,6 +15,7 @@ from ppsched.cli.experiment_args import (
     make_runner,
     make_setup,
     make_workload,
+    search_flags,
 )
 from ppsched.core.errors import UserError
 
@@ -24,11 +25,9 @@ def register(subparsers) -> None:
                                 ("paper", cmd_paper, "goodput curves, figures and REPORT.md")):
         p = subparsers.add_parser(name, help=text)
         add_common(p)
-        add_search(p, seeds=3)
+        add_search(p)
         if name == "paper":
             add_trace(p)  # replaces azure-conv in the goodput curves
-        p.add_argument("--no-verify", dest="no_verify", action="store_true",
-                       help="skip the 4x-window verification (on by default in paper)")
         p.add_argument("--out", default="results")
         p.set_defaults(handler=handler)
     p = subparsers.add_parser("report", help="write REPORT.md from the CSVs under --out")
@@ -45,8 +44,7 @@ def _plan(args: argparse.Namespace):
             raise UserError(f"--{flag.replace('_', '-')}: paper sizes each workload's window "
                             "itself (docs/GOODPUT.md); use `ppsched goodput` to override it")
     settings = SearchSettings(start=args.start, floor=args.floor, rel_tol=args.rel_tol,
-                              max_steps=args.max_steps, seeds=args.seeds,
-                              verify=not args.no_verify)
+                              max_steps=args.max_steps, **search_flags(args))
     main = None
     if getattr(args, "trace_file", None) is not None or getattr(args, "max_context", None):
         main = make_workload(args, None if args.trace_file else "azure-conv")
