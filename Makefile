@@ -1,38 +1,45 @@
 # Each target sets itself up: a virtualenv in .venv with the project installed (editable).
+# `demo`, `paper` and `soak` need the runtime only (numpy, scipy, pandas, matplotlib); `test`,
+# `lint` and `setup` add the dev tools, Ray and torch on top, so the demo never waits for them.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint paper soak clean setup gpu-check
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE_STAMP)
+
+$(DEV_STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch only for `profile collect` tests; 2.13.0 is the CPU wheel on these machines.
 	# ray for the --executor ray tests (tests/test_executor_ray.py).
 	$(BIN)/python -m pip install -q -e '.[dev,ray]' 'torch==2.13.0'
-	touch $(STAMP)
+	touch $(DEV_STAMP)
 
-setup: $(STAMP)
+setup: $(DEV_STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/ppsched demo --out results/demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check ppsched tests bench scripts
 	# Real SGLang 0.5.23 on CPU for the live plugin tests: built once per machine (~3.5 GB,
 	# ~2-4 min), cached in ~/.cache/ppsched/sglang-venv (PPSCHED_SGLANG_VENV overrides).
 	bash scripts/setup_sglang_cpu.sh
 	$(BIN)/python -m pytest -q -rs
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check ppsched tests
 
-paper: $(STAMP)
+paper: $(BASE_STAMP)
 	$(BIN)/ppsched paper --out results
 
-soak: $(STAMP)
+soak: $(BASE_STAMP)
 	$(BIN)/ppsched overload --size soak --out results/soak
 
 # The plugin on this machine's GPUs (docs/SGLANG_PLUGIN.md "GPU check kit"). GPU_PY: a Python
