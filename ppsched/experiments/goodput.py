@@ -24,7 +24,12 @@ import pandas as pd
 
 from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
-from ppsched.experiments.joint_search import BatchEvaluate, SearchResult, joint_search
+from ppsched.experiments.joint_search import (
+    BatchEvaluate,
+    SearchResult,
+    joint_search,
+    lowest_rung,
+)
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
@@ -155,9 +160,13 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
     """One seed's search. Seed 0 (``first`` None) searches from ``settings.start``; a later seed
     starts each scale at seed 0's goodput with ``reseed_growth`` steps, and searches from the
     start only the scales where seed 0 found none. Per scale, so every policy is searched the
-    same way: a policy with one zero scale used to restart all its scales from the start, while
-    the others reseeded, and with a verdict that is not monotone in the rate near the threshold
-    the two paths stop at different rates for the same behaviour."""
+    same way: with a verdict that is not monotone in the rate near the threshold, a scale sent
+    back to the start and one reseeded stop at different rates for the same behaviour.
+
+    A scale where seed 0 found none first runs the start and the lowest rung of the start's
+    ladder (``lowest_rung``) together: when both fail, the goodput is 0 after two runs, as the
+    whole ladder (five runs from 2 req/s) would find under a monotone verdict; when either
+    passes, the search from the start runs as it would have (the two runs are reused)."""
     reseeded = [s for s in scales if first is not None and first[s] > 0]
     fresh = [s for s in scales if s not in reseeded]
     found: dict[float, SearchResult] = {}
@@ -166,11 +175,31 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
                                   growth=settings.reseed_growth, floor=settings.floor,
                                   rel_tol=settings.rel_tol, max_steps=settings.max_steps,
                                   backing=settings.backing))
+    probed: list[tuple[float, dict[float, bool]]] = []
+    if fresh and first is not None:
+        rates = _probe_rates(settings)
+        probed = list(zip(rates, evaluate(rates), strict=True))
+        for scale in fresh:
+            if not any(oks[scale] for _, oks in probed):
+                found[scale] = SearchResult(0.0, tuple((r, False) for r, _ in probed),
+                                            (0.0, min(r for r, _ in probed)))
+        fresh = [s for s in fresh if s not in found]
     if fresh:
-        found.update(joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
-                                  floor=settings.floor, rel_tol=settings.rel_tol,
-                                  max_steps=settings.max_steps, backing=settings.backing))
+        searched = joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
+                                floor=settings.floor, rel_tol=settings.rel_tol,
+                                max_steps=settings.max_steps, backing=settings.backing)
+        for scale, result in searched.items():  # a probe the search did not repeat is a run too
+            rates = {r for r, _ in result.tried}
+            extra = tuple((r, oks[scale]) for r, oks in probed if r not in rates)
+            found[scale] = replace(result, tried=result.tried[:1] + extra + result.tried[1:])
     return found
+
+
+def _probe_rates(settings: SearchSettings) -> list[float]:
+    """The start and the lowest rung of its ladder (one rate when they coincide)."""
+    start = float(f"{max(settings.floor, settings.start):.6g}")
+    return list(dict.fromkeys((start, lowest_rung(settings.start, settings.growth,
+                                                  settings.floor))))
 
 
 def _policy_keys(policies: Sequence[str]) -> list[str]:
