@@ -110,6 +110,7 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
 
 def cmd_goodput(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    print(f"goodput: {settings_line(args)}")
     workload = None if args.trace_file is not None else args.workload
     _, png, _ = run_goodput(args, model=args.model, workload=workload,
                             policies=args.policies, scales=args.slo_scales, out=out,
@@ -120,7 +121,7 @@ def cmd_goodput(args: argparse.Namespace) -> int:
 
 def settings_line(args: argparse.Namespace) -> str:
     flags = search_flags(args)
-    verify = "verified at 4x the window" if flags["verify"] else "unverified (--quick)"
+    verify = "verified at 4x the window" if flags["verify"] else "unverified"
     return f"{flags['seeds']} seed(s), {verify}"
 
 

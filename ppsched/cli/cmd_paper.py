@@ -73,7 +73,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
     (out / "paper_run.json").write_text(json.dumps(
         {"wall_s": round(elapsed, 1), "runs_simulated": runner.computed,
          "runs_cached": runner.reused, "jobs": runner.jobs, "seeds": plan.settings.seeds,
-         "verify": plan.settings.verify, "parent_cpu_s": round(time.process_time() - cpu0, 1)}))
+         "verify": plan.settings.verify, "stop_early": plan.settings.stop_early,
+         "parent_cpu_s": round(time.process_time() - cpu0, 1)}))
     path = write_report(out)
     print(f"report: {path}\nwall time: {elapsed:.0f} s ({runner.computed} runs simulated, "
           f"{runner.reused} from cache)")
