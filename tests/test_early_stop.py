@@ -181,3 +181,26 @@ def test_goodput_table_is_identical_with_and_without_early_stop(tmp_path):
     stopped = [json.loads(p.read_text())["stopped_early"]
                for p in (tmp_path / "cache-True").glob("*/summary.json")]
     assert any(stopped) and not all(stopped)
+
+
+def test_a_run_shared_by_several_scales_stops_on_the_loosest(tmp_path):
+    """static-2048 does not read the SLO: its runs serve scales 1.0 and 0.4 and stop on 1.0's
+    TTFT SLO; predictive reads it: each scale's runs stop on their own."""
+    import test_experiments_fakes as fakes
+
+    from ppsched.experiments.goodput import SearchSettings, goodput_table
+    from ppsched.experiments.plan import Setup
+    from ppsched.experiments.runner import Runner
+
+    settings = SearchSettings(start=2.0, max_steps=4, window=WINDOW)
+    with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        goodput_table(runner, Setup(), WorkloadSpec("azure-conv", rate=1.0), ("predictive",),
+                      (1.0, 0.4), settings)
+    stops: dict[str, set] = {}
+    for meta in tmp_path.glob("*/meta.json"):
+        data = json.loads(meta.read_text())
+        stops.setdefault(data["config"]["chunk"], set()).add(
+            (data["config"]["slo"]["ttft_ms"], data["stop"]["ttft_ms"],
+             data["stop"]["measure_from_s"], data["stop"]["measure_to_s"]))
+    assert {s[1:] for s in stops["static:2048"]} == {(2000.0, 30.0, 150.0)}
+    assert stops["predictive"] == {(2000.0, 2000.0, 30.0, 150.0), (800.0, 800.0, 30.0, 150.0)}
