@@ -1,25 +1,32 @@
 # Each target sets itself up: a virtualenv in .venv with the project installed (editable).
+# `demo`, `paper` and `soak` need the runtime only (numpy, scipy, pandas, matplotlib); `test`,
+# `lint` and `setup` add the dev tools, Ray and torch on top, so the demo never waits for them.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint paper soak clean setup gpu-check
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE_STAMP)
+
+$(DEV_STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch only for `profile collect` tests; 2.13.0 is the CPU wheel on these machines.
 	# ray for the --executor ray tests (tests/test_executor_ray.py).
 	$(BIN)/python -m pip install -q -e '.[dev,ray]' 'torch==2.13.0'
-	touch $(STAMP)
+	touch $(DEV_STAMP)
 
-setup: $(STAMP)
+setup: $(DEV_STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/ppsched demo --out results/demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check ppsched tests bench scripts
 	bash scripts/lint_history.sh
 	# Real SGLang 0.5.23 on CPU for the live plugin tests: built once per machine (~3.5 GB,
@@ -27,18 +34,18 @@ test: $(STAMP)
 	bash scripts/setup_sglang_cpu.sh
 	$(BIN)/python -m pytest -q -rs
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check ppsched tests bench scripts
 	bash scripts/lint_history.sh
 
 # The full results stay untracked; the pinned summary (results/pinned/, docs/img/) and the docs
 # generated from it (BENCHMARKS.md, README.md's results block) are what git tracks.
-paper: $(STAMP)
+paper: $(BASE_STAMP)
 	$(BIN)/ppsched paper --out results
 	$(BIN)/ppsched report --pin paper --out results
 	$(BIN)/ppsched report --benchmarks
 
-soak: $(STAMP)
+soak: $(BASE_STAMP)
 	$(BIN)/ppsched overload --size soak --out results/soak
 
 # The plugin on this machine's GPUs (docs/SGLANG_PLUGIN.md "GPU check kit"). GPU_PY: a Python

@@ -32,7 +32,7 @@ def calls(folder: Path) -> list[tuple[str, float, int, float, float]]:
             for c, r, p, s, e in (line.split() for line in lines if line)]
 
 
-def logged_simulate(folder: Path, sleep_s: float, config, workload):
+def logged_simulate(folder: Path, sleep_s: float, config, workload, stop=None):
     start = time.time()
     time.sleep(sleep_s)  # long enough for two workers' runs to overlap
     result = fakes.fake_simulate(config, workload)
@@ -40,7 +40,7 @@ def logged_simulate(folder: Path, sleep_s: float, config, workload):
     return result
 
 
-def dying_simulate(folder: Path, victim: tuple[str, float], config, workload):
+def dying_simulate(folder: Path, victim: tuple[str, float], config, workload, stop=None):
     """The first run of ``victim`` (chunk, rate) SIGKILLs its own worker mid-run."""
     start = time.time()
     if (config.chunk, nominal_rate(workload)) == victim:
@@ -56,7 +56,7 @@ def dying_simulate(folder: Path, victim: tuple[str, float], config, workload):
     return result
 
 
-def failing_simulate(victim: tuple[str, float], config, workload):
+def failing_simulate(victim: tuple[str, float], config, workload, stop=None):
     if (config.chunk, nominal_rate(workload)) == victim:
         raise UserError(f"fake engine: refusing {victim}")
     return fakes.fake_simulate(config, workload)

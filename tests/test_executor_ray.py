@@ -34,7 +34,7 @@ WINDOW = ["--warmup-s", "5", "--measure-s", "20", "--cooldown-s", "5"]  # tiny: 
 SWEEP = ["sweep", "--policies", "static-2048,predictive", "--rates", "0.5,1.5", *WINDOW,
          "--no-progress"]
 GOODPUT = ["goodput", "--policies", "static-2048,predictive", "--slo-scales", "1.0,0.4",
-           *WINDOW, "--start", "1.0", "--max-steps", "5", "--no-progress"]
+           *WINDOW, "--start", "1.0", "--max-steps", "5", "--quick", "--no-progress"]
 FAKE_SPEC = WorkloadSpec("azure-conv", rate=1.0, num_requests=60, seed=0)
 POLICIES = ("static-1024", "static-2048", "greedy")
 RATES = (0.5, 1.0, 1.5)

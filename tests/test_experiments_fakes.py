@@ -37,7 +37,7 @@ def nominal_rate(workload) -> float:
     return float(match.group(1)) if match else measured_rate(workload)
 
 
-def fake_simulate(config, workload):
+def fake_simulate(config, workload, stop=None):  # runs to the end
     CALLS.append(config.chunk)
     tpot_s = 0.05 * nominal_rate(workload) / capacity(config)
     records = [RequestRecord(r.req_id, r.arrival_s, r.prompt_tokens, r.output_tokens,

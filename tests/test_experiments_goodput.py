@@ -176,3 +176,54 @@ def test_later_seeds_reseed_per_scale_so_every_policy_is_searched_alike():
     assert a[0.2].goodput_rps == 0.0 and a[0.2].tried[0][0] == settings.start
     first = _seed_search(evaluator((0.4,), []), (0.4,), settings, None)
     assert first[0.4].tried[0][0] == settings.start  # seed 0 searches from the start
+
+
+def _monotone(threshold: float, scales=(1.0,)):
+    log: list[float] = []
+
+    def evaluate(rates):
+        log.extend(rates)
+        return [{s: r <= threshold for s in scales} for r in rates]
+    return evaluate, log
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.11, 0.13, 0.2, 0.7, 1.9, 2.0, 3.3, 9.0])
+def test_a_later_seed_at_a_zero_scale_finds_what_the_search_from_the_start_finds(threshold):
+    """Seed 0 found no goodput at this scale: the later seed runs the start and the ladder's
+    lowest rung first; under a monotone verdict it reports what the whole ladder reports."""
+    from ppsched.experiments.goodput import SearchSettings, _seed_search
+
+    settings = SearchSettings(seeds=2)
+    fresh_eval, fresh_log = _monotone(threshold)
+    probed_eval, probed_log = _monotone(threshold)
+    fresh = _seed_search(fresh_eval, (1.0,), settings, None)[1.0]
+    probed = _seed_search(probed_eval, (1.0,), settings, {1.0: 0.0})[1.0]
+    assert probed.goodput_rps == fresh.goodput_rps and probed.bracket == fresh.bracket
+    assert probed_log[:2] == [2.0, 0.125]  # start and lowest rung, evaluated together
+    assert len(probed.tried) == len(set(probed_log))  # every run is in `tried`, once
+    if threshold < 0.125:  # both fail: 2 runs where the ladder takes 5
+        assert probed.tried == ((2.0, False), (0.125, False)) and len(fresh.tried) == 5
+    else:
+        assert len(probed.tried) <= len(fresh.tried) + 1
+
+
+def test_the_zero_probe_judges_each_scale_of_a_shared_run_on_its_own():
+    from ppsched.experiments.goodput import SearchSettings, _seed_search
+
+    def evaluate(rates):  # scale 0.4 holds 0.15 req/s, scale 0.2 nothing
+        return [{0.4: r <= 0.15, 0.2: False} for r in rates]
+
+    found = _seed_search(evaluate, (0.4, 0.2), SearchSettings(seeds=2), {0.4: 0.0, 0.2: 0.0})
+    assert found[0.2].goodput_rps == 0.0 and len(found[0.2].tried) == 2
+    assert 0.125 <= found[0.4].goodput_rps <= 0.15
+
+
+def test_lowest_rung_is_the_last_rate_the_ladder_tries():
+    from ppsched.experiments.joint_search import joint_search, lowest_rung
+
+    for start, growth, floor in ((2.0, 2.0, 0.1), (3.0, 2.0, 0.1), (2.0, 1.5, 0.25),
+                                 (0.3, 2.0, 0.25)):
+        found = joint_search(lambda rates: [{1.0: False} for _ in rates], (1.0,), start=start,
+                             growth=growth, floor=floor, rel_tol=0.02, max_steps=30,
+                             backing=0.04)
+        assert found[1.0].tried[-1][0] == lowest_rung(start, growth, floor)

@@ -20,7 +20,7 @@ SETTINGS = SearchSettings(start=2.0, floor=0.25, rel_tol=0.02, max_steps=10, ver
                           window=Window(warmup_s=30.0, measure_s=120.0, cooldown_s=10.0))
 
 
-def fragile_simulate(config, workload):
+def fragile_simulate(config, workload, stop=None):  # runs to the end
     """The fake engine, but 100x slower decoding for the verification seeds: no rate verifies,
     however far the point is lowered."""
     result = fakes.fake_simulate(config, workload)
@@ -116,7 +116,7 @@ def test_sweep_scores_runs_like_the_goodput_search(tmp_path):
     assert rows.loc[rows.rate == 20.0, "verdict"].iloc[0].startswith("P90 TTFT 100 / TPOT")
 
 
-def slightly_slower_simulate(config, workload):
+def slightly_slower_simulate(config, workload, stop=None):
     """The fake engine, 5% slower decodes for every unused seed: the search's point is just too
     high for a long run, a point a few percent lower holds."""
     result = fakes.fake_simulate(config, workload)

@@ -17,6 +17,7 @@ from ppsched.cli.experiment_args import (
     make_settings,
     make_setup,
     make_workload,
+    search_flags,
 )
 from ppsched.core.errors import UserError
 
@@ -31,6 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--slo-scale", type=float, default=1.0)
     add_profile(p)
     add_window(p)
+    p.add_argument("--no-stop-early", dest="stop_early", action="store_false",
+                   help="simulate every run to the end (by default a run stops once its verdict "
+                        "has certainly failed; its goodput_ok is the same)")
     p.add_argument("--out", required=True, help="folder for sweep.csv")
     p.set_defaults(handler=cmd_sweep)
 
@@ -41,13 +45,13 @@ def register(subparsers) -> None:
     p.add_argument("--policies", default="all")
     p.add_argument("--slo-scales", default=DEFAULT_SCALES)
     add_profile(p)
-    add_search(p, seeds=1)
+    add_search(p)
     p.add_argument("--out", required=True, help="folder for goodput.csv and goodput_vs_slo.png")
     p.set_defaults(handler=cmd_goodput)
 
     p = subparsers.add_parser("demo", help="goodput vs SLO on azure-conv, qwen2.5-32b (make demo)")
     add_common(p, model=False)
-    add_search(p, seeds=1)
+    add_search(p)
     p.add_argument("--out", default="results/demo")
     p.set_defaults(handler=cmd_demo)
 
@@ -74,7 +78,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elif args.warmup_s is not None or args.cooldown_s is not None:
         raise UserError("--warmup-s/--cooldown-s need --measure-s in sweep")
     with make_runner(args, "sweep") as runner:
-        table = sweep(runner, setup, workloads, policies, rates, args.slo_scale, window)
+        table = sweep(runner, setup, workloads, policies, rates, args.slo_scale, window,
+                      stop_early=args.stop_early)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "sweep.csv", index=False)
@@ -105,6 +110,7 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
 
 def cmd_goodput(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    print(f"goodput: {settings_line(args)}")
     workload = None if args.trace_file is not None else args.workload
     _, png, _ = run_goodput(args, model=args.model, workload=workload,
                             policies=args.policies, scales=args.slo_scales, out=out,
@@ -113,12 +119,18 @@ def cmd_goodput(args: argparse.Namespace) -> int:
     return 0
 
 
+def settings_line(args: argparse.Namespace) -> str:
+    flags = search_flags(args)
+    verify = "verified at 4x the window" if flags["verify"] else "unverified"
+    return f"{flags['seeds']} seed(s), {verify}"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     args.hardware = "a100-40g-pcie"
     start = time.monotonic()
     out = Path(args.out)
     print("demo: sustained goodput vs SLO scale, qwen2.5-32b on 4xA100 40GB PCIe (simulated), "
-          f"azure-conv, {args.seeds} seed(s)")
+          f"azure-conv, {settings_line(args)}")
     _, png, _ = run_goodput(args, model="qwen2.5-32b", workload="azure-conv", policies="all",
                             scales=DEFAULT_SCALES, out=out, label="demo")
     print(f"table: {out / 'goodput.csv'}\nplot:  {png}\n"

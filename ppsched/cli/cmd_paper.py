@@ -17,6 +17,7 @@ from ppsched.cli.experiment_args import (
     make_runner,
     make_setup,
     make_workload,
+    search_flags,
 )
 from ppsched.core.errors import UserError
 
@@ -26,11 +27,9 @@ def register(subparsers) -> None:
                                 ("paper", cmd_paper, "goodput curves, figures and REPORT.md")):
         p = subparsers.add_parser(name, help=text)
         add_common(p)
-        add_search(p, seeds=3)
+        add_search(p)
         if name == "paper":
             add_trace(p)  # replaces azure-conv in the goodput curves
-        p.add_argument("--no-verify", dest="no_verify", action="store_true",
-                       help="skip the 4x-window verification (on by default in paper)")
         p.add_argument("--out", default="results")
         p.set_defaults(handler=handler)
     p = subparsers.add_parser(
@@ -63,8 +62,7 @@ def _plan(args: argparse.Namespace):
             raise UserError(f"--{flag.replace('_', '-')}: paper sizes each workload's window "
                             "itself (docs/GOODPUT.md); use `ppsched goodput` to override it")
     settings = SearchSettings(start=args.start, floor=args.floor, rel_tol=args.rel_tol,
-                              max_steps=args.max_steps, seeds=args.seeds,
-                              verify=not args.no_verify)
+                              max_steps=args.max_steps, **search_flags(args))
     main = None
     if getattr(args, "trace_file", None) is not None or getattr(args, "max_context", None):
         main = make_workload(args, None if args.trace_file else "azure-conv")
@@ -93,7 +91,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
     (out / "paper_run.json").write_text(json.dumps(
         {"wall_s": round(elapsed, 1), "runs_simulated": runner.computed,
          "runs_cached": runner.reused, "jobs": runner.jobs, "seeds": plan.settings.seeds,
-         "verify": plan.settings.verify, "parent_cpu_s": round(time.process_time() - cpu0, 1)}))
+         "verify": plan.settings.verify, "stop_early": plan.settings.stop_early,
+         "parent_cpu_s": round(time.process_time() - cpu0, 1)}))
     path = write_report(out)
     print(f"report: {path}\nwall time: {elapsed:.0f} s ({runner.computed} runs simulated, "
           f"{runner.reused} from cache)")

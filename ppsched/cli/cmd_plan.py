@@ -110,7 +110,8 @@ def _search_flags(args: argparse.Namespace) -> argparse.Namespace:
     d = SearchSettings()
     return argparse.Namespace(warmup_s=args.warmup_s, measure_s=args.measure_s,
                               cooldown_s=args.cooldown_s, start=d.start, floor=d.floor,
-                              rel_tol=d.rel_tol, max_steps=d.max_steps, seeds=1, verify=False)
+                              rel_tol=d.rel_tol, max_steps=d.max_steps, seeds=1, verify=False,
+                              no_verify=True, quick=True, stop_early=d.stop_early)
 
 
 def _fleet_runner(args: argparse.Namespace):

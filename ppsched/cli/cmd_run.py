@@ -54,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default: the model's max_position_embeddings)")
     parser.add_argument("--disable-radix-cache", action="store_true",
                         help="SGLang's flag: no prefix cache even for traces with prefix ids")
+    parser.add_argument("--stop-early", action="store_true",
+                        help="sim: stop once goodput_ok has certainly failed (more than 10%% of "
+                             "the requests past the TTFT SLO with no first token by then); "
+                             "summary.json says stopped_early and why")
     parser.add_argument("--no-noise", action="store_true",
                         help="turn off the cost model's seeded run-to-run noise")
     parser.add_argument("--concurrency", type=int, default=256,
@@ -96,6 +100,9 @@ def run_command(args: argparse.Namespace) -> int:
                 raise UserError(f"{flag} {value!r} with --engine {engine}: a live server's "
                                 "scheduling policy is chosen when it starts; use `ppsched serve "
                                 f"{flag} {value} -- ...` and replay without {flag}")
+        if args.stop_early:
+            raise UserError(f"--stop-early with --engine {engine}: a live replay sends every "
+                            "request; --stop-early applies to --engine sim")
         try:
             live = importlib.import_module("ppsched.experiments.live_replay")
         except ModuleNotFoundError as exc:
@@ -111,9 +118,11 @@ def run_command(args: argparse.Namespace) -> int:
     config.model_config()
     workload = workload_from_args(args)
     from ppsched.experiments.outputs import write_run_outputs
+    from ppsched.metrics.early_stop import StopRule
     from ppsched.sim import simulate
 
-    result = simulate(config, workload)
+    stop = StopRule(config.slo.ttft_ms) if args.stop_early else None
+    result = simulate(config, workload, stop=stop)
     summary = dict(result.summary)
     summary.pop("config", None)
     summary["workload"] = workload.describe(context_limit=config.max_context)
@@ -138,6 +147,8 @@ def print_summary(s: dict, config: RunConfig, out: str) -> None:
     print(f"iteration  {pct('iteration_ms')}  (stage 0)   bubble {s['bubble_fraction']:.1%}")
     print(f"SLO        attainment {s['slo_attainment']:.1%}  goodput_ok {s['goodput_ok']}  "
           f"(TTFT {config.slo.ttft_ms:g} ms, TPOT {config.slo.tpot_ms:g} ms)")
+    if s.get("stopped_early"):
+        print(f"stopped    early: {s['stop_reason']}")
     print(f"simulated  {s['sim_end_s']:.1f} s in {s['sim_wall_s']:.2f} s wall "
           f"({s['sim_speed']:.0f}x; {s['sim_speed_cpu']:.0f}x per CPU second)")
     print(f"outputs    {out}")

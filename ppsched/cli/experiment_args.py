@@ -49,15 +49,26 @@ def add_profile(p: argparse.ArgumentParser) -> None:
                         "model's built-in profile. Recorded in goodput.csv and the cache key")
 
 
-def add_search(p: argparse.ArgumentParser, *, seeds: int) -> None:
+DEFAULT_SEEDS = 3  # the published figure: lowest over 3 seeds, verified (docs/GOODPUT.md)
+
+
+def add_search(p: argparse.ArgumentParser) -> None:
     from ppsched.experiments.goodput import SearchSettings
 
     d = SearchSettings()
-    p.add_argument("--seeds", type=int, default=seeds,
-                   help=f"seeds per point (default {seeds}); goodput = lowest over seeds, "
-                        "median and max reported")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS,
+                   help=f"seeds per point (default {DEFAULT_SEEDS}); goodput = lowest over "
+                        "seeds, median and max reported")
     p.add_argument("--verify", action="store_true",
-                   help="re-run each reported point at 4x the window with a fresh seed")
+                   help="re-run each reported point at 4x the window with a fresh seed (the "
+                        "default; --no-verify or --quick skip it)")
+    p.add_argument("--no-verify", dest="no_verify", action="store_true",
+                   help="skip the 4x-window verification (an unverified search figure)")
+    p.add_argument("--quick", action="store_true",
+                   help="one seed, no verification: the search's unverified figure, fast")
+    p.add_argument("--no-stop-early", dest="stop_early", action="store_false",
+                   help="simulate every run to the end (by default a run stops once its verdict "
+                        "has certainly failed; the figures are the same)")
     p.add_argument("--start", type=float, default=d.start, help="first rate tried (req/s)")
     p.add_argument("--floor", type=float, default=d.floor,
                    help="lowest rate tried; below it goodput is 0")
@@ -148,6 +159,22 @@ def make_workload(args: argparse.Namespace, name: str | None):
     return replace(spec, max_context=max_context, data_dir=getattr(args, "data_dir", None))
 
 
+def search_flags(args: argparse.Namespace) -> dict:
+    """seeds, verify and stop_early from --seeds/--verify/--no-verify/--quick/--no-stop-early."""
+    if args.verify and (args.no_verify or args.quick):
+        raise UserError("--verify with --no-verify or --quick: expected one of them")
+    seeds = args.seeds
+    if args.quick:
+        if seeds not in (1, DEFAULT_SEEDS):
+            raise UserError(f"--quick with --seeds {seeds}: --quick searches one seed; expected "
+                            "--seeds without --quick")
+        seeds = 1
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise UserError(f"--seeds {seeds!r}: expected a whole number >= 1")
+    return {"seeds": seeds, "verify": not (args.no_verify or args.quick),
+            "stop_early": args.stop_early}
+
+
 def make_settings(args: argparse.Namespace, workload=None, setup=None):
     """SearchSettings from the flags; a partly given window fills the rest from the default."""
     from ppsched.experiments.goodput import SearchSettings, measurement_window
@@ -162,5 +189,4 @@ def make_settings(args: argparse.Namespace, workload=None, setup=None):
         window = Window(**{k: (v if v is not None else getattr(base, k))
                            for k, v in given.items()})
     return SearchSettings(start=args.start, floor=args.floor, rel_tol=args.rel_tol,
-                          max_steps=args.max_steps, seeds=args.seeds, window=window,
-                          verify=args.verify)
+                          max_steps=args.max_steps, window=window, **search_flags(args))

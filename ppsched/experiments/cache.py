@@ -136,12 +136,16 @@ def content_fingerprint(config: dict[str, Any], workload: dict[str, Any]) -> dic
     return out
 
 
-def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None
-            ) -> str:
+def run_key(config: dict[str, Any], workload: dict[str, Any], fingerprint: str | None = None,
+            *, stop: dict[str, Any] | None = None) -> str:
+    """``stop``: the early-stop rule a run ends on; a run to the end has none, and no stop
+    entry in its key."""
     payload = {"format": CACHE_FORMAT, "config": config, "workload": workload,
                "files": content_fingerprint(config, workload),
                "code": code_fingerprint(controller_family(config.get("chunk")))
                if fingerprint is None else fingerprint}
+    if stop is not None:
+        payload["stop"] = stop
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -8,6 +8,8 @@ start at seed 0's goodput with a finer step. The reported goodput is the lowest 
 rate every seed sustains); median and max show the spread. ``verify`` re-runs each reported point
 at 4x the measurement window with a seed no search used. ``oracle-static`` is the static
 candidate with the highest reported goodput at each scale, or none when every candidate scores 0.
+With ``stop_early`` every run ends once its verdict has certainly failed (metrics.early_stop):
+the verdicts, and so every figure of the table, are those of runs simulated to the end.
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ import pandas as pd
 
 from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
-from ppsched.experiments.joint_search import BatchEvaluate, SearchResult, joint_search
+from ppsched.experiments.joint_search import (
+    BatchEvaluate,
+    SearchResult,
+    joint_search,
+    lowest_rung,
+)
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.workload_spec import WorkloadSpec, load
+from ppsched.metrics.early_stop import StopRule
 from ppsched.metrics.steady import Verdict, Window, verdict, window_for
 
 GOODPUT_COLUMNS = (
@@ -63,6 +71,7 @@ class SearchSettings:
     backing: float = 0.04
     window: Window | None = None  # None: sized from the workload (metrics.steady.window_for)
     verify: bool = False
+    stop_early: bool = True  # end each run once its verdict has certainly failed
 
     def __post_init__(self) -> None:
         if not (0 < self.floor <= self.start) or not math.isfinite(self.start):
@@ -108,6 +117,14 @@ def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
     return window_for(float(pd.Series(output).median()), slo)
 
 
+def stop_rule(settings: SearchSettings, window: Window, slo: Slo) -> StopRule | None:
+    """The early stop of a run scored on ``window`` at ``slo`` (its loosest SLO when it is
+    scored at several), or None when the settings run everything to the end."""
+    if not settings.stop_early:
+        return None
+    return StopRule(slo.ttft_ms, window.warmup_s, window.end_s)
+
+
 def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> WorkloadSpec:
     """One goodput run: Poisson at `rate` over the window, lengths drawn i.i.d. from every row
     of the trace with `seed` (not the file's first rows: those would be the same for every seed
@@ -126,11 +143,12 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
         # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
         config = make_config(policy, replace(setup, seed=seed),
                              setup.base_slo.scaled(scales[0]))
+        stop = stop_rule(settings, window, setup.base_slo.scaled(max(scales)))
 
-        def evaluate(rates: Sequence[float], config=config, seed=seed
+        def evaluate(rates: Sequence[float], config=config, seed=seed, stop=stop
                      ) -> list[dict[float, bool]]:
-            futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window)))
-                       for r in rates]
+            futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window),
+                                             stop=stop)) for r in rates]
             return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
@@ -146,9 +164,13 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
     """One seed's search. Seed 0 (``first`` None) searches from ``settings.start``; a later seed
     starts each scale at seed 0's goodput with ``reseed_growth`` steps, and searches from the
     start only the scales where seed 0 found none. Per scale, so every policy is searched the
-    same way: a policy with one zero scale used to restart all its scales from the start, while
-    the others reseeded, and with a verdict that is not monotone in the rate near the threshold
-    the two paths stop at different rates for the same behaviour."""
+    same way: with a verdict that is not monotone in the rate near the threshold, a scale sent
+    back to the start and one reseeded stop at different rates for the same behaviour.
+
+    A scale where seed 0 found none first runs the start and the lowest rung of the start's
+    ladder (``lowest_rung``) together: when both fail, the goodput is 0 after two runs, as the
+    whole ladder (five runs from 2 req/s) would find under a monotone verdict; when either
+    passes, the search from the start runs as it would have (the two runs are reused)."""
     reseeded = [s for s in scales if first is not None and first[s] > 0]
     fresh = [s for s in scales if s not in reseeded]
     found: dict[float, SearchResult] = {}
@@ -157,11 +179,31 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
                                   growth=settings.reseed_growth, floor=settings.floor,
                                   rel_tol=settings.rel_tol, max_steps=settings.max_steps,
                                   backing=settings.backing))
+    probed: list[tuple[float, dict[float, bool]]] = []
+    if fresh and first is not None:
+        rates = _probe_rates(settings)
+        probed = list(zip(rates, evaluate(rates), strict=True))
+        for scale in fresh:
+            if not any(oks[scale] for _, oks in probed):
+                found[scale] = SearchResult(0.0, tuple((r, False) for r, _ in probed),
+                                            (0.0, min(r for r, _ in probed)))
+        fresh = [s for s in fresh if s not in found]
     if fresh:
-        found.update(joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
-                                  floor=settings.floor, rel_tol=settings.rel_tol,
-                                  max_steps=settings.max_steps, backing=settings.backing))
+        searched = joint_search(evaluate, fresh, start=settings.start, growth=settings.growth,
+                                floor=settings.floor, rel_tol=settings.rel_tol,
+                                max_steps=settings.max_steps, backing=settings.backing)
+        for scale, result in searched.items():  # a probe the search did not repeat is a run too
+            rates = {r for r, _ in result.tried}
+            extra = tuple((r, oks[scale]) for r, oks in probed if r not in rates)
+            found[scale] = replace(result, tried=result.tried[:1] + extra + result.tried[1:])
     return found
+
+
+def _probe_rates(settings: SearchSettings) -> list[float]:
+    """The start and the lowest rung of its ladder (one rate when they coincide)."""
+    start = float(f"{max(settings.floor, settings.start):.6g}")
+    return list(dict.fromkeys((start, lowest_rung(settings.start, settings.growth,
+                                                  settings.floor))))
 
 
 def _policy_keys(policies: Sequence[str]) -> list[str]:
@@ -234,7 +276,7 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                 "profile": _profile_used(setup, run_key)})
     table = pd.DataFrame(rows)
     if settings.verify:
-        table = verify_table(runner, setup, workload, window, table)
+        table = verify_table(runner, setup, workload, window, table, settings.stop_early)
     else:
         table["verify"] = "not run"
     return table.reindex(columns=list(GOODPUT_COLUMNS))
@@ -268,21 +310,24 @@ def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:
 
 
 def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
-                 table: pd.DataFrame) -> pd.DataFrame:
+                 table: pd.DataFrame, stop_early: bool = False) -> pd.DataFrame:
     """Re-run each reported point at VERIFY_FACTOR x the measurement window with a fresh seed.
 
     A point that fails is lowered in FALLBACK_STEP steps (same fresh seed) until a long run
     passes and a second unused seed confirms it (else lowering goes on); that rate becomes the
     reported goodput (the search's own result stays in ``search_goodput_rps``). A point with no
-    passing step in FALLBACK_STEPS keeps its search result and is reported as FAIL."""
+    passing step in FALLBACK_STEPS keeps its search result and is reported as FAIL, with the P90s
+    of its first long run simulated to the end. ``stop_early``: every other long run ends once
+    its verdict has certainly failed (a pass always runs to the end)."""
     longer = window.longer(VERIFY_FACTOR)
     first_seed = setup.seed + VERIFY_SEED_OFFSET
     confirm_seed = setup.seed + CONFIRM_SEED_OFFSET
 
-    def submit(row, rate: float, seed: int) -> Future:
-        config = make_config(get_policy(row.run_policy), replace(setup, seed=seed),
-                             setup.base_slo.scaled(row.slo_scale))
-        return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer)))
+    def submit(row, rate: float, seed: int, stop_early: bool = stop_early) -> Future:
+        slo = setup.base_slo.scaled(row.slo_scale)
+        config = make_config(get_policy(row.run_policy), replace(setup, seed=seed), slo)
+        stop = StopRule(slo.ttft_ms, longer.warmup_s, longer.end_s) if stop_early else None
+        return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer), stop=stop))
 
     def judge(row, future: Future) -> Verdict:
         return verdict(future.result().records, longer, setup.base_slo.scaled(row.slo_scale))
@@ -315,8 +360,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
             tried.append(f"{rate:.4g}@{seed}:{int(result.ok)}")
             if result.ok:
                 break
-        if not result.ok:  # FAIL: report the search's rate and its own long run
-            rate, seed, result = row.goodput_rps, first_seed, first_result
+        if not result.ok:  # FAIL: report the search's rate and its own long run, to the end
+            rate, seed = row.goodput_rps, first_seed
+            result = judge(row, submit(row, rate, seed, False)) if stop_early else first_result
         _append(cols, rate, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
                 result.reason, ";".join(tried))
     for name, values in cols.items():

@@ -35,6 +35,15 @@ def _round(rate: float) -> float:
     return float(f"{rate:.6g}")  # equal proposals from different scales become one run
 
 
+def lowest_rung(start: float, growth: float, floor: float) -> float:
+    """The last rate a search from ``start`` tries on its way down before it reports 0 (each
+    step divides the failing rate by ``growth`` while the result stays >= ``floor``)."""
+    rate = _round(max(floor, start))
+    while rate / growth >= floor:
+        rate = _round(rate / growth)
+    return rate
+
+
 def joint_search(evaluate: BatchEvaluate, scales: Sequence[float], *,
                  start: float | Mapping[float, float], growth: float, floor: float,
                  rel_tol: float, max_steps: int, backing: float

@@ -29,21 +29,25 @@ from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
 from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
+from ppsched.metrics.early_stop import StopRule
 
 DEFAULT_SIMULATE = "ppsched.sim:simulate"
 
 
 @dataclass(frozen=True, slots=True)
 class RunTask:
-    """One simulator run: a RunConfig (anything with ``to_dict()``) on one workload."""
+    """One simulator run: a RunConfig (anything with ``to_dict()``) on one workload; with
+    ``stop``, simulated only until its goodput verdict has certainly failed."""
 
     config: Any
     workload: WorkloadSpec
     keep_iterations: bool = False
+    stop: StopRule | None = None
 
     @property
     def key(self) -> str:
-        return run_key(self.config.to_dict(), self.workload.to_dict())
+        return run_key(self.config.to_dict(), self.workload.to_dict(),
+                       stop=self.stop.to_dict() if self.stop is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,8 @@ def compute(task: RunTask, simulate_ref: str | Callable[..., Any] = DEFAULT_SIMU
 
     ``simulate_ref`` is "module:function" or a top-level function (tests pass a fake engine)."""
     simulate = resolve(simulate_ref) if isinstance(simulate_ref, str) else simulate_ref
-    result = simulate(task.config, load(task.workload))
+    extra = {"stop": task.stop} if task.stop is not None else {}
+    result = simulate(task.config, load(task.workload), **extra)
     iterations = result.iterations if task.keep_iterations else None
     return RunResult(tuple(result.records), result.summary, iterations, code_fingerprint(),
                      socket.gethostname())
@@ -96,7 +101,8 @@ def store(cache_root: str | os.PathLike[str], key: str, task: RunTask, result: R
         raise UserError(f"a run was simulated on {result.host} by ppsched code {result.code}, "
                         f"but this driver's code is {code_fingerprint()}: install the same "
                         "ppsched commit on every Ray node")
-    meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict()}
+    meta = {"config": task.config.to_dict(), "workload": task.workload.to_dict(),
+            "stop": task.stop.to_dict() if task.stop is not None else None}
     entry = RunCache(cache_root).put(key, result.records, result.summary, meta, result.iterations)
     return RunOutcome(key, task, result.records, result.summary, False, str(entry.path))
 

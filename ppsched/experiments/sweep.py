@@ -2,7 +2,9 @@
 
 Each run covers the workload's steady-state window (warm-up + measurement + cool-down, see
 docs/GOODPUT.md) and is scored like a goodput search scores it: ``goodput_ok`` is the P90
-criterion on the measured requests AND the stability test.
+criterion on the measured requests AND the stability test. With ``stop_early`` (the default) a
+run ends once that verdict has certainly failed (``stopped_early``; its latency columns then
+cover what it served until the stop, its misses counted infinite).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ppsched.experiments.goodput import measurement_window, run_spec
+from ppsched.experiments.goodput import SearchSettings, measurement_window, run_spec, stop_rule
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask
@@ -32,15 +34,16 @@ def expand_policies(keys: Sequence[str]) -> list[str]:
 
 def sweep(runner: Runner, setup: Setup, workloads: Sequence[WorkloadSpec],
           policies: Sequence[str], rates: Sequence[float], slo_scale: float = 1.0,
-          window: Window | None = None) -> pd.DataFrame:
+          window: Window | None = None, stop_early: bool = True) -> pd.DataFrame:
     plan = []
     slo = setup.base_slo.scaled(slo_scale)
     for workload in workloads:
         win = window or measurement_window(workload, setup.base_slo)
+        stop = stop_rule(SearchSettings(stop_early=stop_early), win, slo)
         for key in expand_policies(policies):
             config = make_config(get_policy(key), setup, slo)
             for rate in rates:
-                task = RunTask(config, run_spec(workload, rate, setup.seed, win))
+                task = RunTask(config, run_spec(workload, rate, setup.seed, win), stop=stop)
                 plan.append((workload, key, win, task))
     futures = [runner.submit(task) for *_, task in plan]
     rows = []
@@ -56,7 +59,8 @@ def sweep(runner: Runner, setup: Setup, workloads: Sequence[WorkloadSpec],
                         "measured_p90_tpot_ms": result.p90_tpot_ms,
                         "tail_p90_ttft_ms": result.tail_p90_ttft_ms, "verdict": result.reason,
                         "warmup_s": win.warmup_s, "measure_s": win.measure_s,
-                        "cooldown_s": win.cooldown_s})
+                        "cooldown_s": win.cooldown_s,
+                        "stopped_early": bool(summary.get("stopped_early", False))})
         rows.append(run_row(summary, task.config.to_dict(), workload=workload.name,
                             policy=key, rate=task.workload.rate, slo_scale=slo_scale,
                             cached=outcome.cached, run_key=outcome.key))

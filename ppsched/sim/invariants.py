@@ -1,6 +1,7 @@
 """Invariants every simulated run must satisfy; cheap (vectorised), so they run on every run.
 
-Checked: request conservation (completed + rejected = arrived), exact output token counts,
+Checked: request conservation (completed + rejected = arrived; a run stopped early once its
+verdict failed also leaves unfinished ones, none with all its tokens), exact output token counts,
 monotone request times, KV never above capacity, every held request resumed (and no hold streak
 above the configured bound), no empty microbatch, FIFO stages, and a decision log consistent
 with the iterations. Any violation raises ``SimInvariantError`` naming what broke.
@@ -33,6 +34,7 @@ class RunStats:
     held_left: int  # requests still held when the run ended
     max_held_streak: int
     ds_max_consecutive: int | None  # the bound on consecutive holds; None without a trimmer
+    stopped_early: bool = False  # the run stopped once its verdict failed (metrics.early_stop)
 
 
 def _fail(what: str, ids: np.ndarray | Sequence[int]) -> None:
@@ -54,6 +56,11 @@ def check_requests(specs: Sequence[RequestSpec], records: Sequence[RequestRecord
     output = np.fromiter((r.output_tokens for r in records), np.int64, len(records))
     generated = np.asarray(stats.generated, dtype=np.int64)[ids]
     done = ~rejected
+    if stats.stopped_early:  # what it did not finish is unfinished, and only partly generated
+        bad = done & ~np.isfinite(finish) & (generated >= output)
+        if bad.any():
+            _fail("unfinished request of a stopped run has all its tokens", ids[bad])
+        done &= np.isfinite(finish)
     if not np.all(np.isfinite(finish[done])):
         _fail("conservation: admitted request never finished", ids[done & ~np.isfinite(finish)])
     bad = done & (generated != output)
@@ -73,7 +80,7 @@ def check_requests(specs: Sequence[RequestSpec], records: Sequence[RequestRecord
 def check_engine(stats: RunStats) -> None:
     if stats.kv_peak > stats.kv_capacity:
         raise SimInvariantError(f"KV peak {stats.kv_peak} > capacity {stats.kv_capacity}")
-    if stats.held_left:
+    if stats.held_left and not stats.stopped_early:
         raise SimInvariantError(f"{stats.held_left} held request(s) never resumed")
     bound = stats.ds_max_consecutive
     if bound is not None and stats.max_held_streak > bound:

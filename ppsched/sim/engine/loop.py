@@ -19,6 +19,7 @@ from collections import deque
 
 from ppsched.core.requests import RequestSpec
 from ppsched.core.snapshots import StageMeasurement
+from ppsched.metrics.early_stop import LateCount
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
@@ -172,8 +173,11 @@ class Engine:
         return launch_s
 
     # --- stepping: one engine driven by an outside event loop (a fleet's router) -------------
-    def start(self) -> None:
-        """Reset the loop's clock; then ``offer`` arrivals in time order and ``advance_until``."""
+    def start(self, stop: LateCount | None = None) -> None:
+        """Reset the loop's clock; then ``offer`` arrivals in time order and ``advance_until``.
+        ``stop``: end the run once its TTFT verdict has certainly failed (metrics.early_stop)."""
+        self.stop = stop
+        self.stopped = False
         self.now = 0.0
         self.cursor = 0
         self.idle_turns = 0
@@ -211,7 +215,9 @@ class Engine:
     def advance_until(self, until: float) -> None:
         """Run every scheduler turn that starts before ``until``: an arrival offered at
         ``until`` afterwards is taken exactly where ``run`` would take it."""
-        st, feed, log, pending = self.st, self.feed, self.log, self.pending
+        if self.stopped:
+            return
+        st, feed, log, pending, stop = self.st, self.feed, self.log, self.pending, self.stop
         slots = self.limits.slots
         now, cursor, idle_turns, mark = self.now, self.cursor, self.idle_turns, self.mark
         while True:
@@ -232,6 +238,9 @@ class Engine:
                 self.arrive(pending.popleft())
             if batch is not None:
                 self.complete(batch, now)
+            if stop is not None and stop.decided(self.reqs, now):
+                self.stopped = True  # the verdict has failed whatever happens next
+                break
             feed.flush(now, st.recent_stage)  # every turn, so the pending list stays short
             new = (build_prefill(st, feed, log, cursor, now)
                    or build_decode(st, feed, log, cursor, now))
@@ -254,16 +263,16 @@ class Engine:
         """After the last arrival: run to the end, check nothing is stuck, flush the feed."""
         self.advance_until(float("inf"))
         st = self.st
-        if st.queue or st.chunked is not None or st.decoding:
+        if not self.stopped and (st.queue or st.chunked is not None or st.decoding):
             raise SimInvariantError(
                 f"engine stuck at t={self.now:.3f}s: {len(st.queue)} queued, "
                 f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
         self.feed.flush(float("inf"), st.recent_stage)
         self.end_s = self.now
 
-    def run(self, specs: tuple[RequestSpec, ...]) -> None:
+    def run(self, specs: tuple[RequestSpec, ...], stop: LateCount | None = None) -> None:
         """Every arrival known up front: the single-box run."""
-        self.start()
+        self.start(stop)
         for spec in sorted(specs, key=lambda s: (s.arrival_s, s.req_id)):
             self.offer(spec)
         self.finish()

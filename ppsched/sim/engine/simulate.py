@@ -17,10 +17,12 @@ from ppsched.core.requests import RequestSpec
 from ppsched.core.slo import Slo
 from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
+from ppsched.metrics.early_stop import LateCount, StopRule
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.loop import Engine
 from ppsched.sim.engine.result import SimResult, engine_summary
 from ppsched.sim.engine.sched_state import EngineLimits
+from ppsched.sim.engine.state import Req
 from ppsched.sim.engine.timing import CostModel
 from ppsched.sim.invariants import RunStats, check_all
 
@@ -136,20 +138,27 @@ def build_engine(config: SimConfig, requests: Sequence[RequestSpec], *,
 
 
 def simulate(config: SimConfig, workload: HasRequests, *,
-             cost_model: CostModel | None = None) -> SimResult:
+             cost_model: CostModel | None = None, stop: StopRule | None = None) -> SimResult:
+    """One run to the end, or, with ``stop``, until its goodput verdict has certainly failed
+    (then the requests it did not finish are recorded unfinished; summary ``stopped_early``)."""
     built = build_engine(config, workload.requests, cost_model=cost_model)
+    count = stop.counter([s.arrival_s for s in workload.requests]) if stop else None
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    built.engine.run(tuple(workload.requests))
+    built.engine.run(tuple(workload.requests), count)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    return engine_result(built, config, workload.requests, wall_s=wall, cpu_s=cpu)
+    return engine_result(built, config, workload.requests, wall_s=wall, cpu_s=cpu, count=count)
 
 
 def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[RequestSpec], *,
-                  wall_s: float, cpu_s: float) -> SimResult:
+                  wall_s: float, cpu_s: float, count: LateCount | None = None) -> SimResult:
     """A finished engine's records, iterations and summary, its invariants checked against the
-    requests it was given."""
+    requests it was given (``count``: the early-stop count the run was given, if any)."""
     engine, capacity = built.engine, built.capacity
-    reqs = sorted(engine.reqs, key=lambda r: r.rid)
+    stopped = count is not None and count.reason != ""
+    arrived = {r.rid for r in engine.reqs}
+    # a stopped run records the requests that had not arrived yet too (never served)
+    reqs = sorted(engine.reqs + [Req(s) for s in requests if s.req_id not in arrived],
+                  key=lambda r: r.rid)
     records = [r.record() for r in reqs]
     iterations = engine.log.frame()
     st = engine.st
@@ -157,7 +166,8 @@ def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[Requ
                      generated=_generated_by_id(reqs),
                      held_left=sum(1 for m in st.members for r in m if r.held_streak),
                      max_held_streak=st.max_held_streak,
-                     ds_max_consecutive=built.ds_max_consecutive)
+                     ds_max_consecutive=built.ds_max_consecutive,
+                     stopped_early=stopped)
     check_all(requests, records, iterations, engine.log.decisions, stats)
     summary = engine_summary(records, iterations, config.slo, stages=built.slots,
                              work_s=engine.work_s, busy_s=sum(engine.pipe.busy_s),
@@ -166,6 +176,8 @@ def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[Requ
                              kv_capacity=capacity, kv_peak=st.kv.peak)
     # CPU time as well: on a shared machine wall time says as much about the neighbours.
     summary["sim_cpu_s"] = cpu_s
+    summary["stopped_early"] = stopped
+    summary["stop_reason"] = count.reason if count is not None else ""
     summary["sim_speed_cpu"] = engine.end_s / cpu_s if cpu_s > 0 else float("inf")
     summary["admission_rejected"] = engine.admission_rejected
     summary["context_length"] = engine.limits.max_context
