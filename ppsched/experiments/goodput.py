@@ -25,6 +25,12 @@ from ppsched.core.slo import Slo
 from ppsched.experiments.joint_search import BatchEvaluate, SearchResult, joint_search
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
+from ppsched.experiments.recorded_arrivals import (
+    arrivals_label,
+    replay_spec,
+    replay_window,
+    window_at,
+)
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.metrics.steady import Verdict, Window, verdict, window_for
@@ -34,7 +40,8 @@ GOODPUT_COLUMNS = (
     "goodput_max", "seeds", "per_seed", "ratio_vs_2048", "chosen", "runs", "bracket_lo",
     "bracket_hi", "tried", "warmup_s", "measure_s", "cooldown_s", "over_context",
     "over_context_share", "search_goodput_rps", "verify", "verify_seed", "verify_measure_s",
-    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried", "profile")
+    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried", "profile",
+    "arrivals")
 VERIFY_SEED_OFFSET = 1000  # verification seeds: setup.seed + 1000 (no search uses them)
 CONFIRM_SEED_OFFSET = 2000  # a lowered point is verified again with this one
 VERIFY_FACTOR = 4.0
@@ -99,7 +106,8 @@ class Measured:
 
 def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
     """The window sized from the workload's median output length at the base SLO."""
-    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None,
+                        window_min=None, speedup=1.0))
     _, _, output = full.arrays()
     return window_for(float(pd.Series(output).median()), slo)
 
@@ -107,7 +115,10 @@ def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
 def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> WorkloadSpec:
     """One goodput run: Poisson at `rate` over the window, lengths drawn i.i.d. from every row
     of the trace with `seed` (not the file's first rows: those would be the same for every seed
-    and differ from the longer verification run's)."""
+    and differ from the longer verification run's). A replay spec (``--arrivals trace``): the
+    trace's own timestamps at the speed factor of `rate` (``recorded_arrivals``)."""
+    if workload.replay:
+        return replay_spec(workload, rate, seed)
     return replace(workload.at_rate(rate), seed=seed, num_requests=None,
                    duration_s=window.arrivals_s, resample=True)
 
@@ -127,7 +138,9 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
                      ) -> list[dict[float, bool]]:
             futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window)))
                        for r in rates]
-            return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
+            return [{s: verdict(f.result().records, replay_window(f.result().task.workload,
+                                                                  window),
+                                setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
         found = _seed_search(evaluate, scales, settings,
@@ -213,6 +226,7 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
             else:
                 best, chosen, run_key = results[(key, scale)], "", key
             base = results[(BASELINE_KEY, scale)].goodput
+            shown = window_at(workload, best.goodput, window)  # a replay's: at its goodput
             rows.append({
                 "model": setup.model, "workload": workload.name, "policy": key,
                 "controller": _controller(key, chosen), "slo_scale": scale,
@@ -224,10 +238,10 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                 "chosen": chosen, "runs": best.runs,
                 "bracket_lo": best.per_seed[0].bracket[0],
                 "bracket_hi": best.per_seed[0].bracket[1], "tried": _tried(best),
-                "warmup_s": window.warmup_s, "measure_s": window.measure_s,
-                "cooldown_s": window.cooldown_s, "over_context": over,
+                "warmup_s": shown.warmup_s, "measure_s": shown.measure_s,
+                "cooldown_s": shown.cooldown_s, "over_context": over,
                 "over_context_share": share, "run_policy": run_key,
-                "profile": _profile_used(setup, run_key)})
+                "profile": _profile_used(setup, run_key), "arrivals": arrivals_label(workload)})
     table = pd.DataFrame(rows)
     if settings.verify:
         table = verify_table(runner, setup, workload, window, table)
@@ -258,7 +272,8 @@ def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:
     """Requests of the workload's rows over the model's context (rejected by every run)."""
     from ppsched.core.models import load_model_config
 
-    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None,
+                        window_min=None, speedup=1.0))
     count = full.over_context(load_model_config(setup.model).max_context)
     return count, count / len(full)
 
@@ -281,7 +296,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
         return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer)))
 
     def judge(row, future: Future) -> Verdict:
-        return verdict(future.result().records, longer, setup.base_slo.scaled(row.slo_scale))
+        return verdict(future.result().records, replay_window(future.result().task.workload,
+                                                              longer),
+                       setup.base_slo.scaled(row.slo_scale))
 
     rows = list(table.itertuples())
     first = [None if r.goodput_rps <= 0 or r.run_policy == "none"
@@ -313,8 +330,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
                 break
         if not result.ok:  # FAIL: report the search's rate and its own long run
             rate, seed, result = row.goodput_rps, first_seed, first_result
-        _append(cols, rate, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
-                result.reason, ";".join(tried))
+        _append(cols, rate, "pass" if result.ok else "FAIL", seed,
+                window_at(workload, rate, longer).measure_s, result, result.reason,
+                ";".join(tried))
     for name, values in cols.items():
         out[name] = values
     base = out[out.policy == BASELINE_KEY].set_index("slo_scale")
