@@ -14,7 +14,7 @@ from test_dcp_support import make_snap, waiting
 
 from ppsched.core.policy import ChunkDecision
 from ppsched.core.slo import Slo
-from ppsched.dcp.regime import EASABLE, PRICED, RAISABLE, Regime
+from ppsched.dcp.regime import Regime
 from ppsched.experiments.run_config import RunConfig
 from ppsched.sglang_patch.decide import _decision_fields
 from ppsched.sim import simulate
@@ -66,7 +66,7 @@ def test_typed_decisions_leave_every_run_as_it_was(name, rate, scale, ds, loop, 
         for slack in ("ttft_slack", "tpot_slack"):
             assert d[slack] is None or isinstance(d[slack], float), d
     if loop == "mixed":  # every priced decision carries its TPOT slack
-        priced = [d for d in chunks if Regime[d["regime"]] in RAISABLE]
+        priced = [d for d in chunks if Regime[d["regime"]].priced]
         assert priced and all(d["tpot_slack"] is not None for d in priced)
 
 
@@ -87,9 +87,14 @@ def test_the_decision_logs_write_the_regime_by_name():
 
 
 def test_the_adjustments_apply_to_the_regimes_they_name():
-    assert PRICED < RAISABLE and EASABLE < PRICED
-    assert Regime.TPOT_TIGHT not in EASABLE and Regime.P90_PROMPT not in EASABLE
-    assert not RAISABLE & {Regime.NO_DECODES_WITHIN_TTFT, Regime.NO_DECODES_MAX_SUPPLY}
+    floored = {r for r in Regime if r.floored}
+    raised = {r for r in Regime if r.raised}
+    eased = {r for r in Regime if r.eased}
+    priced = {r for r in Regime if r.priced}
+    assert eased < floored < raised < priced  # each later adjustment applies to fewer regimes
+    assert raised - floored == {Regime.P90_PROMPT} and floored - eased == {Regime.TPOT_TIGHT}
+    assert priced - raised == {Regime.KEPT, Regime.IN_TIME, Regime.EASED}
+    assert len({r.label for r in Regime}) == len(Regime)  # one label per regime
 
 
 def test_no_control_flow_reads_a_reason_label():

@@ -60,7 +60,7 @@ stage times are the only inputs. The evidence for each mechanism is the controll
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from ppsched.core.slo import Slo
@@ -77,15 +77,13 @@ from ppsched.dcp.candidate_costs import (
 )
 from ppsched.dcp.prompt_floor import RecentPrompts, prompt_first_token_ms, prompt_floor
 from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
-from ppsched.dcp.regime import EASABLE, PRICED, RAISABLE, Regime
+from ppsched.dcp.regime import Regime
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.signals import percentile
 
 INF = float("inf")
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
-# Every regime in which a slot decodes: a base choice of the TPOT price or an adjustment of it.
-ADJUSTED = RAISABLE | {Regime.KEPT, Regime.IN_TIME, Regime.EASED}
 
 
 def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
@@ -161,7 +159,7 @@ class SloRule:
         if explored is not None:
             trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
             if trial.index == choice.index + 1:
-                choice = replace(trial, explored=True)
+                choice = Choice(trial.index, trial.regime, trial.costs, trial.inputs, True)
         return self._with_slacks(queue, choice)
 
     def _with_slacks(self, queue: _DecisionQueue, choice: Choice) -> Choice:
@@ -169,19 +167,20 @@ class SloRule:
         the round of pp stages of its size against SLO_TPOT; TTFT's, the recent P90 prompt's
         first token alone in the queue (the P90 prompt's floor's drain) against SLO_TTFT, once
         the floor's window holds enough prompts."""
-        if choice.regime not in ADJUSTED:
+        if not choice.regime.priced:
             return choice  # the nothing-decodes plan predicts tokens within TTFT, not a P90
         costs, i, slo = choice.costs, choice.index, self.slo
         tokens = queue.p90_prompt_tokens
         ttft = None if tokens is None else prompt_first_token_ms(
             costs, i, tokens, self.pp, queue.gap_ms)
-        return replace(choice, tpot_slack=1.0 - self.pp * costs.stage_ms[i] / slo.tpot_ms,
-                       ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms)
+        return Choice(i, choice.regime, costs, choice.inputs, choice.explored,
+                      ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms,
+                      tpot_slack=1.0 - self.pp * costs.stage_ms[i] / slo.tpot_ms)
 
     def _floored(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
         """The price's choice raised to the P90 prompt's floor (``prompt_floor``)."""
-        if choice.regime not in PRICED:
+        if not choice.regime.floored:
             return choice  # the nothing-decodes plan sizes for the queue's tokens itself
         tokens = queue.p90_prompt_tokens
         if tokens is None:
@@ -195,7 +194,7 @@ class SloRule:
 
     def _in_time(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
-        if choice.regime not in RAISABLE:
+        if not choice.regime.raised:
             return choice  # the nothing-decodes plan: no TPOT price to raise
         priced = choice
         kept = self.kept.largest(queue.snap)
@@ -228,7 +227,7 @@ class SloRule:
         price's budget: the price's choice then spends TPOT the SLO does not have on a TTFT
         margin it does not need. Never below the P90 prompt's floor: the queue of the moment in
         time says nothing of the long prompts to come."""
-        if choice.index == 0 or choice.regime not in EASABLE or queue.ttft_is_tighter:
+        if choice.index == 0 or not choice.regime.eased or queue.ttft_is_tighter:
             return choice
         scaled = queue.scaled_tpot_ms(costs.stage_ms[choice.index])
         if scaled is not None and scaled <= min(self.slo.tpot_ms, kv_round):
