@@ -22,8 +22,8 @@ from ppsched.experiments.recorded_arrivals import recorded_arrivals, with_arriva
 from ppsched.experiments.workload_spec import WorkloadSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# (trace, minutes replayed, context cap) as run_recorded_arrivals.sh runs them
-TRACES = (("azure-conv", 30.0, None), ("azure-code", 15.0, None),
+# (trace, minutes replayed (None: all), context cap) as run_recorded_arrivals.sh runs them
+TRACES = (("azure-conv", None, None), ("azure-code", None, None),
           ("mooncake-synthetic", 5.0, 8192))
 # the committed Poisson goodput of qwen2.5-32b per trace (3 seeds, verified), where present
 POISSON = {"azure-conv": "results/goodput/qwen2.5-32b/goodput.csv",
