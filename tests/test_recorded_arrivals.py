@@ -101,3 +101,16 @@ def test_goodput_on_recorded_arrivals_finds_the_fakes_closed_form(tmp_path):
         assert row.arrivals.startswith(f"trace ({n} requests")
         at = recorded.window(recorded.factor(row.goodput_rps), WINDOW)
         assert row.measure_s == pytest.approx(at.measure_s)
+
+
+def test_verification_replays_the_trace_again_on_a_fresh_seed(tmp_path):
+    settings = SearchSettings(start=1.0, floor=0.25, rel_tol=0.02, max_steps=14,
+                              window=WINDOW, verify=True)
+    with Runner(tmp_path / "cache", jobs=1, simulate_ref=fakes.fake_simulate) as runner:
+        table = goodput_table(runner, Setup(), TRACE, ("static-512",), (1.0,), settings)
+    row = next(table.itertuples())
+    recorded = recorded_arrivals(TRACE)
+    assert row.verify == "pass" and row.goodput_rps == row.search_goodput_rps
+    # the whole replay at the goodput's factor, not 4x a Poisson window the trace cannot fill
+    at = recorded.window(recorded.factor(row.goodput_rps), WINDOW)
+    assert row.verify_measure_s == pytest.approx(at.measure_s)

@@ -1,7 +1,9 @@
 """Sustained goodput per policy and SLO scale (docs/GOODPUT.md), over seeds, optionally verified.
 
 Each evaluated rate is one run of warm-up + measurement window + cool-down Poisson arrivals,
-scored by ``ppsched.metrics.steady.verdict`` (P90 criterion AND stability). A policy that does not
+scored by ``ppsched.metrics.steady.verdict`` (P90 criterion AND stability); on a replay spec
+(``--arrivals trace``) a run is the trace's recorded timestamps at the rate's speed factor
+instead (``recorded_arrivals``). A policy that does not
 read the SLO runs once per rate and serves every scale (``joint_search`` over all scales); a
 policy that reads it runs its own search per scale. Seed 0 searches from ``start``; later seeds
 start at seed 0's goodput with a finer step. The reported goodput is the lowest over seeds (the
