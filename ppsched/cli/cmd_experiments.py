@@ -44,6 +44,12 @@ def register(subparsers) -> None:
     add_trace(p)
     p.add_argument("--policies", default="all")
     p.add_argument("--slo-scales", default=DEFAULT_SCALES)
+    p.add_argument("--arrivals", default="poisson",
+                   help="poisson (default): Poisson arrivals at each rate; trace: the trace's "
+                        "recorded timestamps, each gap divided by the speed factor rate / the "
+                        "trace's mean rate (timestamped traces only)")
+    p.add_argument("--window-min", type=float, default=None,
+                   help="--arrivals trace: replay only the trace's first MIN minutes")
     add_profile(p)
     add_search(p)
     p.add_argument("--out", required=True, help="folder for goodput.csv and goodput_vs_slo.png")
@@ -93,11 +99,13 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
     from ppsched.experiments.fig_goodput import format_table, plot_goodput
     from ppsched.experiments.goodput import goodput_table
     from ppsched.experiments.policies import parse_floats, parse_policies
+    from ppsched.experiments.recorded_arrivals import with_arrivals
 
     setup = make_setup(args, model)
     keys = parse_policies(policies)
     scale_values = parse_floats(scales, "SLO scale")
-    spec = make_workload(args, workload)
+    spec = with_arrivals(make_workload(args, workload), getattr(args, "arrivals", "poisson"),
+                         getattr(args, "window_min", None))
     settings = make_settings(args, spec, setup)
     with make_runner(args, label) as runner:
         table = goodput_table(runner, setup, spec, keys, scale_values, settings)

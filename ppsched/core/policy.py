@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, StageMeasurement
@@ -10,16 +11,29 @@ from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, StageMeasureme
 
 @dataclass(frozen=True, slots=True)
 class ChunkDecision:
-    """A chunk size and why. ``inputs`` are the numbers that drove it (for the decision log)."""
+    """A chunk size and why. ``inputs`` are the numbers that drove it (for the decision log).
+
+    ``regime``: the path of the rule that chose it (``dcp.regime.Regime`` for the predictive
+    rules; None for controllers without regimes); ``reason`` is its human-readable label.
+    ``ttft_slack`` / ``tpot_slack``: the predicted P90 TTFT and TPOT slack the rule acted on,
+    relative to each SLO (1 - predicted / SLO), None where the rule predicts none."""
 
     chunk_tokens: int
     reason: str
     inputs: tuple[tuple[str, float], ...] = ()
     predicted_stage_ms: float | None = None
+    regime: Enum | None = None
+    ttft_slack: float | None = None
+    tpot_slack: float | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_tokens <= 0:
             raise ValueError(f"chunk_tokens={self.chunk_tokens}: expected > 0")
+
+    def regime_fields(self) -> dict[str, str | float | None]:
+        """The decision log's typed record of the choice: the regime's name and the slacks."""
+        return {"regime": None if self.regime is None else self.regime.name,
+                "ttft_slack": self.ttft_slack, "tpot_slack": self.tpot_slack}
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ below the fullest slot's decode count, re-checked while holding: a slot's decode
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 
 from ppsched.core.policy import ChunkDecision
@@ -101,8 +102,8 @@ class PredictiveChunk:
         if snap.iteration < self._next_iteration and last is not None:
             if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
                 return last
-            self._last = ChunkDecision(floor, "hold+safety-floor", last.inputs,
-                                       last.predicted_stage_ms)
+            # the held decision's regime and slacks: what the rule acted on
+            self._last = replace(last, chunk_tokens=floor, reason="hold+safety-floor")
             return self._last
         self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
         self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
@@ -118,5 +119,5 @@ class PredictiveChunk:
             ("stage_supply_tok_s", 1000.0 * costs.supply(idx)),
             ("period_ms", stage * self.pp_size), ("mixed_seen", float(self.mixed_seen)),
             ("prefix", float(chunk_prefix(snap))), ("kv_free_frac", snap.kv_free_fraction),
-        ), float(stage))
+        ), float(stage), choice.regime, choice.ttft_slack, choice.tpot_slack)
 

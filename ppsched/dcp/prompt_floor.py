@@ -66,6 +66,17 @@ def prompt_floor(costs: CandidateCosts, prompt_tokens: float, pp: int, gap_ms: f
             return None  # a full cache stalls admission: no size past the KV budget
         if p <= 0:
             continue
-        if math.ceil(prompt_tokens / p) * (stage + gap_ms) + (pp - 1) * stage <= ttft_ms:
+        if prompt_first_token_ms(costs, i, prompt_tokens, pp, gap_ms) <= ttft_ms:
             return i
     return None
+
+
+def prompt_first_token_ms(costs: CandidateCosts, i: int, prompt_tokens: float, pp: int,
+                          gap_ms: float) -> float | None:
+    """When candidate i brings a prompt of ``prompt_tokens`` to its first token with nothing
+    ahead of it (``prompt_floor``'s drain); None when the candidate carries no prefill."""
+    p = costs.prefill[i]
+    if p <= 0:
+        return None
+    stage = costs.stage_ms[i]
+    return math.ceil(prompt_tokens / p) * (stage + gap_ms) + (pp - 1) * stage

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import CandidateCosts
+from ppsched.dcp.regime import Regime
 from ppsched.dcp.signals import PAPER_KV_WATERMARK
 
 
@@ -29,13 +30,27 @@ class PaperConstants:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """A rule's pick: an index into ``costs.candidates``; the controller applies the safety
-    floor and builds the ChunkDecision (chunk, reason, inputs, predicted stage time)."""
+    """A rule's pick: an index into ``costs.candidates`` and the regime that picked it; the
+    controller applies the safety floor and builds the ChunkDecision (chunk, regime, reason,
+    inputs, predicted stage time, slacks).
+
+    ``explored``: the pick is a trial of the size above, priced at its lower bound
+    (``calibrate.explore_above``). ``ttft_slack`` / ``tpot_slack``: the predicted P90 TTFT and
+    TPOT slack the rule acted on, each relative to its SLO (1 - predicted / SLO; negative: a
+    predicted miss), None where the rule computes no such prediction."""
 
     index: int
-    reason: str
+    regime: Regime
     costs: CandidateCosts
     inputs: tuple[tuple[str, float], ...]
+    explored: bool = False
+    ttft_slack: float | None = None
+    tpot_slack: float | None = None
+
+    @property
+    def reason(self) -> str:
+        """The decision log's label: the regime's, marked when the pick is an exploring trial."""
+        return self.regime.label + (":explore" if self.explored else "")
 
 
 class Rule(Protocol):

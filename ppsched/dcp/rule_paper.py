@@ -26,6 +26,7 @@ from ppsched.dcp.candidate_costs import (
     predict_costs,
     waiting_fcfs,
 )
+from ppsched.dcp.regime import Regime
 from ppsched.dcp.rule_base import Choice, PaperConstants
 from ppsched.dcp.signals import kv_pressure, safe_floor
 
@@ -92,14 +93,14 @@ class PaperRule:
                                                  demand, per_period=pp)
         if kv_pressure(snap, self.k.kv_watermark):
             idx = candidates.index(safe_floor(candidates, snap.max_slot_decode_reqs))
-            reason = "kv-watermark"
+            regime = Regime.KV_WATERMARK
         elif meets_tpot < 0:
-            idx, reason = 0, "tpot-infeasible:min"
+            idx, regime = 0, Regime.TPOT_INFEASIBLE
         elif feasible:
-            idx, reason = feasible[0], "feasible:smallest"
+            idx, regime = feasible[0], Regime.FEASIBLE_SMALLEST
         else:
-            idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
-        return Choice(idx, reason, costs, (
+            idx, regime = meets_tpot, Regime.OVERLOADED
+        return Choice(idx, regime, costs, (
             ("demand_tok_s", demand), ("arrival_tok_s", arrival_tok_s), ("tpot_cap_ms", tpot_cap),
             ("max_tpot_chunk", float(candidates[meets_tpot]) if meets_tpot >= 0 else 0.0),
             ("slot_decodes", float(d_reqs))))

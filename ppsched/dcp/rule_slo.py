@@ -48,6 +48,10 @@ pp microbatches, so the round of the slot that runs it lasts at least pp * s(c).
   1 / (1 - rho). The rule takes the candidate that brings the most queued tokens to their first
   token within SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does: the
   greatest supply ("no-decodes:max-supply").
+Each decision carries its regime (``regime.Regime``, whose labels are the quoted reasons above;
+the adjustments test it, never a label) and the predicted slacks it was priced at, each relative
+to its SLO: TPOT's, the round of pp stages of the chosen size; TTFT's, the recent P90 prompt's
+first token by the floor's drain.
 No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
 stage times are the only inputs. The evidence for each mechanism is the controller table
 (``make paper``, ``bash bench/run_heldout.sh``) and its fresh-seed check
@@ -71,8 +75,9 @@ from ppsched.dcp.candidate_costs import (
     predict_costs,
     waiting_fcfs,
 )
-from ppsched.dcp.prompt_floor import RecentPrompts, prompt_floor
+from ppsched.dcp.prompt_floor import RecentPrompts, prompt_first_token_ms, prompt_floor
 from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
+from ppsched.dcp.regime import Regime
 from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.signals import percentile
@@ -98,10 +103,10 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     return round_ms * snap.kv_total_tokens / used
 
 
-def _instead(priced: Choice, i: int, reason: str) -> Choice:
+def _instead(priced: Choice, i: int, regime: Regime) -> Choice:
     """Candidate i instead of the TPOT price's choice, which the inputs record."""
     costs = priced.costs
-    return Choice(i, reason, costs, (
+    return Choice(i, regime, costs, (
         *priced.inputs, ("tpot_choice", float(costs.candidates[priced.index]))))
 
 
@@ -154,34 +159,49 @@ class SloRule:
         if explored is not None:
             trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
             if trial.index == choice.index + 1:
-                return Choice(trial.index, trial.reason + ":explore", trial.costs, trial.inputs)
-        return choice
+                choice = Choice(trial.index, trial.regime, trial.costs, trial.inputs, True)
+        return self._with_slacks(queue, choice)
+
+    def _with_slacks(self, queue: _DecisionQueue, choice: Choice) -> Choice:
+        """The choice with the predicted slacks it was priced at, where a slot decodes: TPOT's,
+        the round of pp stages of its size against SLO_TPOT; TTFT's, the recent P90 prompt's
+        first token alone in the queue (the P90 prompt's floor's drain) against SLO_TTFT, once
+        the floor's window holds enough prompts."""
+        if not choice.regime.priced:
+            return choice  # the nothing-decodes plan predicts tokens within TTFT, not a P90
+        costs, i, slo = choice.costs, choice.index, self.slo
+        tokens = queue.p90_prompt_tokens
+        ttft = None if tokens is None else prompt_first_token_ms(
+            costs, i, tokens, self.pp, queue.gap_ms)
+        return Choice(i, choice.regime, costs, choice.inputs, choice.explored,
+                      ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms,
+                      tpot_slack=1.0 - self.pp * costs.stage_ms[i] / slo.tpot_ms)
 
     def _floored(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
         """The price's choice raised to the P90 prompt's floor (``prompt_floor``)."""
-        if not choice.reason.startswith(("slo:", "tpot-tight")):
+        if not choice.regime.floored:
             return choice  # the nothing-decodes plan sizes for the queue's tokens itself
-        tokens = self.prompts.percentile(SLO_PERCENTILE)
+        tokens = queue.p90_prompt_tokens
         if tokens is None:
             return choice
         i = prompt_floor(costs, tokens, self.pp, queue.gap_ms, self.slo.ttft_ms, kv_round)
         if i is None or i <= choice.index:
             return choice
-        return Choice(i, "slo:p90-prompt", costs, (
+        return Choice(i, Regime.P90_PROMPT, costs, (
             *choice.inputs, ("p90_prompt_tokens", tokens),
             ("price_choice", float(costs.candidates[choice.index]))))
 
     def _in_time(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
                  choice: Choice) -> Choice:
-        if not choice.reason.startswith(("slo:", "tpot-tight")):
+        if not choice.regime.raised:
             return choice  # the nothing-decodes plan: no TPOT price to raise
         priced = choice
         kept = self.kept.largest(queue.snap)
         if kept and kept in costs.candidates and queue.ttft_is_tighter:
             i = costs.candidates.index(kept)
             if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
-                choice = _instead(priced, i, "ttft:kept")
+                choice = _instead(priced, i, Regime.KEPT)
         nxt = choice.index + 1
         if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
             return choice  # nothing larger within the KV budget: nothing to check
@@ -196,7 +216,7 @@ class SloRule:
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
                 self.kept.keep(deadlines[needs][2], costs.candidates[i])
-                return _instead(priced, i, "ttft:least-in-time")
+                return _instead(priced, i, Regime.IN_TIME)
         return choice
 
     def _eased(self, queue: _DecisionQueue, costs: CandidateCosts, arrival_tok_s: float,
@@ -207,8 +227,7 @@ class SloRule:
         price's budget: the price's choice then spends TPOT the SLO does not have on a TTFT
         margin it does not need. Never below the P90 prompt's floor: the queue of the moment in
         time says nothing of the long prompts to come."""
-        if (choice.index == 0 or not choice.reason.startswith("slo:") or queue.ttft_is_tighter
-                or choice.reason == "slo:p90-prompt"):
+        if choice.index == 0 or not choice.regime.eased or queue.ttft_is_tighter:
             return choice
         scaled = queue.scaled_tpot_ms(costs.stage_ms[choice.index])
         if scaled is not None and scaled <= min(self.slo.tpot_ms, kv_round):
@@ -221,7 +240,7 @@ class SloRule:
                 continue
             late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
             if late is None:
-                return _instead(choice, i, "tpot:least-in-time")
+                return _instead(choice, i, Regime.EASED)
         return choice
 
     def _select(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
@@ -235,32 +254,33 @@ class SloRule:
                       for i in range(n)]
             best = max(range(n), key=lambda i: (within[i], -costs.stage_ms[i]))
             if within[best] > 0:
-                return Choice(best, "no-decodes:most-within-ttft", costs, (
+                return Choice(best, Regime.NO_DECODES_WITHIN_TTFT, costs, (
                     ("arrival_tok_s", arrival_tok_s), ("tokens_within_ttft", float(within[best])),
                     ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
             # none brings a token in time or keeps up with the arrivals: the greatest supply
             idx = max(range(n), key=lambda i: (costs.supply(i), -costs.stage_ms[i]))
-            return Choice(idx, "no-decodes:max-supply", costs, (
+            return Choice(idx, Regime.NO_DECODES_MAX_SUPPLY, costs, (
                 ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
                 ("slot_decodes", 0.0)))
         budget = min(self.slo.tpot_ms, kv_round)
         idx = costs.best_supply(pp, budget)
         if idx is not None:
-            reason = "slo:max-supply" + (":kv-bound" if kv_round < self.slo.tpot_ms else "")
+            regime = (Regime.MAX_SUPPLY_KV_BOUND if kv_round < self.slo.tpot_ms
+                      else Regime.MAX_SUPPLY)
         else:
             # the least stage is the smallest candidate: a larger microbatch is never faster.
             # ALP's online fit can rank them otherwise where its data are confounded (live CPU
             # server: 128 below 8-64 under a 5.5 ms SLO); on the simulator the two agree
             idx = 0
-            reason = "tpot-tight:least-stage"
+            regime = Regime.TPOT_TIGHT
         inputs = (("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
                   ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs)))
         if kv_round < self.slo.tpot_ms:
             kept_up = self._keeping_up(costs, idx, arrival_tok_s / 1000.0)
             if kept_up is not None:
-                return Choice(kept_up, "slo:keep-up", costs, (
+                return Choice(kept_up, Regime.KEEP_UP, costs, (
                     *inputs, ("kv_choice", float(costs.candidates[idx]))))
-        return Choice(idx, reason, costs, inputs)
+        return Choice(idx, regime, costs, inputs)
 
     def _keeping_up(self, costs: CandidateCosts, idx: int, arrival_tok_ms: float
                     ) -> int | None:
@@ -288,6 +308,12 @@ class _DecisionQueue:
     @cached_property
     def deadlines(self) -> list[tuple[float, int, int]]:
         return queue_deadlines(self.snap, self.rule.slo.ttft_ms)
+
+    @cached_property
+    def p90_prompt_tokens(self) -> float | None:
+        """The recent P90 prompt (``prompt_floor.RecentPrompts``), read after this decision's
+        queue was seen."""
+        return self.rule.prompts.percentile(SLO_PERCENTILE)
 
     @cached_property
     def mean_stage_ms(self) -> float | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import BatchModel, StagePredictor, chunk_prefix, predict_costs
+from ppsched.dcp.regime import Regime
 from ppsched.dcp.rule_base import Choice, PaperConstants
 from ppsched.dcp.rule_paper import backlog_demand, smallest_feasible
 
@@ -100,16 +101,18 @@ class SteadyRule:
             # ties (no demand: every chunk's TPOT is pp decode stages) to the smallest chunk,
             # not to float noise
             idx = min(pool, key=lambda i: (round(tpot_est[i], 9), i))
-            reason = "feasible:min-tpot" if pool is within else "tpot-tight:min-tpot"
+            regime = Regime.STEADY_WITHIN_TPOT if pool is within else Regime.STEADY_TPOT_TIGHT
         elif meets_tpot < 0:
-            idx, reason = 0, "tpot-infeasible:min"
+            idx, regime = 0, Regime.TPOT_INFEASIBLE
         elif costs.decode_ms <= 0:
             # nothing decodes: no decode turn to lose, so the most prefill per period (TTFT)
             # among the chunks whose period keeps the coming decodes within the cap
-            idx, reason = meets_tpot, "no-decodes:largest-meeting-tpot"
+            idx, regime = meets_tpot, Regime.NO_DECODES_MEETING_TPOT
         else:  # a request already late, or no chunk keeps up: drain as fast as TPOT allows
-            idx, reason = meets_tpot, "overloaded:largest-meeting-tpot"
-        return Choice(idx, reason, costs, (
+            idx, regime = meets_tpot, Regime.OVERLOADED
+        tpot = tpot_est[idx]  # the steady TPOT model's prediction, where it ran
+        return Choice(idx, regime, costs, (
             ("demand_tok_s", demand), ("arrival_tok_s", arrival_tok_s), ("tpot_cap_ms", tpot_cap),
             ("max_tpot_chunk", float(candidates[meets_tpot]) if meets_tpot >= 0 else 0.0),
-            ("tpot_est_ms", tpot_est[idx])))
+            ("tpot_est_ms", tpot)),
+            tpot_slack=1.0 - tpot / self.slo.tpot_ms if math.isfinite(tpot) else None)

@@ -1,7 +1,9 @@
 """Sustained goodput per policy and SLO scale (docs/GOODPUT.md), over seeds, optionally verified.
 
 Each evaluated rate is one run of warm-up + measurement window + cool-down Poisson arrivals,
-scored by ``ppsched.metrics.steady.verdict`` (P90 criterion AND stability). A policy that does not
+scored by ``ppsched.metrics.steady.verdict`` (P90 criterion AND stability); on a replay spec
+(``--arrivals trace``) a run is the trace's recorded timestamps at the rate's speed factor
+instead (``recorded_arrivals``). A policy that does not
 read the SLO runs once per rate and serves every scale (``joint_search`` over all scales); a
 policy that reads it runs its own search per scale. Seed 0 searches from ``start``; later seeds
 start at seed 0's goodput with a finer step. The reported goodput is the lowest over seeds (the
@@ -32,6 +34,12 @@ from ppsched.experiments.joint_search import (
 )
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
+from ppsched.experiments.recorded_arrivals import (
+    arrivals_label,
+    replay_spec,
+    replay_window,
+    window_at,
+)
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.metrics.early_stop import StopRule
@@ -42,7 +50,8 @@ GOODPUT_COLUMNS = (
     "goodput_max", "seeds", "per_seed", "ratio_vs_2048", "chosen", "runs", "bracket_lo",
     "bracket_hi", "tried", "warmup_s", "measure_s", "cooldown_s", "over_context",
     "over_context_share", "search_goodput_rps", "verify", "verify_seed", "verify_measure_s",
-    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried", "profile")
+    "verify_p90_ttft_ms", "verify_p90_tpot_ms", "verify_reason", "verify_tried", "profile",
+    "arrivals")
 VERIFY_SEED_OFFSET = 1000  # verification seeds: setup.seed + 1000 (no search uses them)
 CONFIRM_SEED_OFFSET = 2000  # a lowered point is verified again with this one
 VERIFY_FACTOR = 4.0
@@ -112,7 +121,8 @@ class Measured:
 
 def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
     """The window sized from the workload's median output length at the base SLO."""
-    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None,
+                        window_min=None, speedup=1.0))
     _, _, output = full.arrays()
     return window_for(float(pd.Series(output).median()), slo)
 
@@ -128,7 +138,10 @@ def stop_rule(settings: SearchSettings, window: Window, slo: Slo) -> StopRule | 
 def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> WorkloadSpec:
     """One goodput run: Poisson at `rate` over the window, lengths drawn i.i.d. from every row
     of the trace with `seed` (not the file's first rows: those would be the same for every seed
-    and differ from the longer verification run's)."""
+    and differ from the longer verification run's). A replay spec (``--arrivals trace``): the
+    trace's own timestamps at the speed factor of `rate` (``recorded_arrivals``)."""
+    if workload.replay:
+        return replay_spec(workload, rate, seed)
     return replace(workload.at_rate(rate), seed=seed, num_requests=None,
                    duration_s=window.arrivals_s, resample=True)
 
@@ -138,18 +151,25 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
             ) -> dict[float, Measured]:
     policy = get_policy(policy_key)
     per_scale: dict[float, list[SearchResult]] = {s: [] for s in scales}
+    loosest = setup.base_slo.scaled(max(scales))
+
+    def stop_at(rate: float) -> StopRule | None:
+        # the window the run's verdict reads (a replay's depends on its speed factor)
+        return stop_rule(settings, window_at(workload, rate, window), loosest)
+
     for i in range(settings.seeds):
         seed = setup.seed + i
         # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
         config = make_config(policy, replace(setup, seed=seed),
                              setup.base_slo.scaled(scales[0]))
-        stop = stop_rule(settings, window, setup.base_slo.scaled(max(scales)))
 
-        def evaluate(rates: Sequence[float], config=config, seed=seed, stop=stop
+        def evaluate(rates: Sequence[float], config=config, seed=seed
                      ) -> list[dict[float, bool]]:
             futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window),
-                                             stop=stop)) for r in rates]
-            return [{s: verdict(f.result().records, window, setup.base_slo.scaled(s)).ok
+                                             stop=stop_at(r))) for r in rates]
+            return [{s: verdict(f.result().records, replay_window(f.result().task.workload,
+                                                                  window),
+                                setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
         found = _seed_search(evaluate, scales, settings,
@@ -259,6 +279,7 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
             else:
                 best, chosen, run_key = results[(key, scale)], "", key
             base = results[(BASELINE_KEY, scale)].goodput
+            shown = window_at(workload, best.goodput, window)  # a replay's: at its goodput
             rows.append({
                 "model": setup.model, "workload": workload.name, "policy": key,
                 "controller": _controller(key, chosen), "slo_scale": scale,
@@ -270,10 +291,10 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                 "chosen": chosen, "runs": best.runs,
                 "bracket_lo": best.per_seed[0].bracket[0],
                 "bracket_hi": best.per_seed[0].bracket[1], "tried": _tried(best),
-                "warmup_s": window.warmup_s, "measure_s": window.measure_s,
-                "cooldown_s": window.cooldown_s, "over_context": over,
+                "warmup_s": shown.warmup_s, "measure_s": shown.measure_s,
+                "cooldown_s": shown.cooldown_s, "over_context": over,
                 "over_context_share": share, "run_policy": run_key,
-                "profile": _profile_used(setup, run_key)})
+                "profile": _profile_used(setup, run_key), "arrivals": arrivals_label(workload)})
     table = pd.DataFrame(rows)
     if settings.verify:
         table = verify_table(runner, setup, workload, window, table, settings.stop_early)
@@ -304,7 +325,8 @@ def _over_context(workload: WorkloadSpec, setup: Setup) -> tuple[int, float]:
     """Requests of the workload's rows over the model's context (rejected by every run)."""
     from ppsched.core.models import load_model_config
 
-    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None))
+    full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None,
+                        window_min=None, speedup=1.0))
     count = full.over_context(load_model_config(setup.model).max_context)
     return count, count / len(full)
 
@@ -326,11 +348,14 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
     def submit(row, rate: float, seed: int, stop_early: bool = stop_early) -> Future:
         slo = setup.base_slo.scaled(row.slo_scale)
         config = make_config(get_policy(row.run_policy), replace(setup, seed=seed), slo)
-        stop = StopRule(slo.ttft_ms, longer.warmup_s, longer.end_s) if stop_early else None
+        judged = window_at(workload, rate, longer)
+        stop = StopRule(slo.ttft_ms, judged.warmup_s, judged.end_s) if stop_early else None
         return runner.submit(RunTask(config, run_spec(workload, rate, seed, longer), stop=stop))
 
     def judge(row, future: Future) -> Verdict:
-        return verdict(future.result().records, longer, setup.base_slo.scaled(row.slo_scale))
+        return verdict(future.result().records, replay_window(future.result().task.workload,
+                                                              longer),
+                       setup.base_slo.scaled(row.slo_scale))
 
     rows = list(table.itertuples())
     first = [None if r.goodput_rps <= 0 or r.run_policy == "none"
@@ -363,8 +388,9 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
         if not result.ok:  # FAIL: report the search's rate and its own long run, to the end
             rate, seed = row.goodput_rps, first_seed
             result = judge(row, submit(row, rate, seed, False)) if stop_early else first_result
-        _append(cols, rate, "pass" if result.ok else "FAIL", seed, longer.measure_s, result,
-                result.reason, ";".join(tried))
+        _append(cols, rate, "pass" if result.ok else "FAIL", seed,
+                window_at(workload, rate, longer).measure_s, result, result.reason,
+                ";".join(tried))
     for name, values in cols.items():
         out[name] = values
     base = out[out.policy == BASELINE_KEY].set_index("slo_scale")

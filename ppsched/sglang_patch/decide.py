@@ -108,7 +108,7 @@ def _decision_fields(iteration: int, slot: int, chunk: int, decision, queued: in
     return dict(iteration=iteration, slot=slot, chunk=chunk,
                 chunk_raw=int(decision.chunk_tokens), reason=decision.reason,
                 inputs=dict(decision.inputs), predicted_ms=decision.predicted_stage_ms,
-                queued=queued, queued_tokens=queued_tokens)
+                **decision.regime_fields(), queued=queued, queued_tokens=queued_tokens)
 
 
 def _kv_free_tokens(sched) -> int:

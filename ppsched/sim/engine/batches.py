@@ -63,7 +63,7 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     entry = {"type": "chunk", "time_s": now, "slot": slot, "iteration": st.mb_count,
              "chunk": chunk, "requested_chunk": decision.chunk_tokens, "reason": decision.reason,
              "inputs": dict(decision.inputs), "predicted_ms": decision.predicted_stage_ms,
-             "mb": -1}
+             **decision.regime_fields(), "mb": -1}
     log.decisions.append(entry)
     members = st.members[slot]
     # --mixed-chunk: the slot's decodes ride along and spend chunk budget (one token each).
