@@ -174,7 +174,9 @@ def _pin(rows: list[dict[str, object]]) -> None:
               f"{SHARED_PREFIX_TOKENS}-token shared prefix 15 blocks. Groups: whole = all of "
               "the group's requests on this replica; split = on both. Live placement of groups "
               "is recovered from each replica's prompt tokens (cache_aware) or its hits "
-              "(round_robin).")).write(PINNED / "router_inkind.meta.json")
+              "(round_robin). The simulated cache_aware misses one follow-on request "
+              "(position 4, 0.18 s after its group's first on the same box, whose prefill of "
+              "the 64x-scaled prompt had not ended).")).write(PINNED / "router_inkind.meta.json")
     print(f"\nwrote {path}")
 
 
