@@ -83,3 +83,10 @@ def test_the_live_placement_of_groups_is_recovered_from_prompt_totals():
     assert live_groups_by_replica(SEQ, [574, 2256]) == ((4,), (0, 1, 2, 3))
     with pytest.raises(UserError, match="0 placements"):
         live_groups_by_replica(SEQ, [575, 2255])
+
+
+def test_a_sequence_without_the_cached_columns_is_refused(tmp_path):
+    path = tmp_path / "seq.csv"
+    path.write_text("position,request,group,prompt_tokens,output_tokens\n0,0,0,140,8\n")
+    with pytest.raises(UserError, match="cached_round_robin"):
+        read_live_sequence(path)

@@ -61,7 +61,13 @@ class LiveRequest:
 
 def read_live_sequence(path: Path) -> tuple[LiveRequest, ...]:
     with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    needed = {"position", "group", "prompt_tokens", "output_tokens",
+              *(f"cached_{p}" for p in POLICIES)}
+    missing = sorted(needed - set(reader.fieldnames or ()))
+    if missing:
+        raise UserError(f"{path}: columns {missing} missing; expected {sorted(needed)}")
     seq = tuple(LiveRequest(int(r["position"]), int(r["group"]), int(r["prompt_tokens"]),
                             int(r["output_tokens"]),
                             tuple((p, int(r[f"cached_{p}"])) for p in POLICIES)) for r in rows)
