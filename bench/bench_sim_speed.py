@@ -3,7 +3,7 @@
 Grid: {azure-conv, sharegpt, mooncake-synthetic (context capped at 8192)} x {static:512, greedy,
 predictive} x {passing: 0.9x the policy's committed goodput, overloaded: 1.5x it} on qwen2.5-32b
 and qwen2.5-14b (PP4, mixed chunk, SLO 1.0, seed 0). Rates come from the committed goodput tables
-(results/goodput/<model>/, results/heldout/<model>-<workload>[-cap8192]/); static:512 takes
+(results/pinned/goodput.csv and heldout.csv); static:512 takes
 oracle-static's goodput. Each run offers ``--duration`` seconds of Poisson arrivals.
 
 Every cell runs in a long-lived worker process per tree (``--baseline DIR`` adds a second worker
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -39,31 +39,27 @@ MOONCAKE_CAP = 8192
 # the summary's output figures as the reference engine wrote them (its inputs -- config, engine
 # settings, cost model -- and its own timings are not outputs; a figure added later leaves the
 # digest as it is)
-SUMMARY_KEYS = ("admission_rejected", "bubble_fraction", "completed", "context_length",
-                "context_rejected", "ds_holds", "ds_max_consecutive_holds", "e2e_ms", "goodput_ok",
-                "goodput_p90_tpot_ms", "goodput_p90_ttft_ms", "iteration_ms", "kv_capacity_tokens",
-                "kv_peak_tokens", "microbatches", "output_tokens_per_s", "prefix_cache",
-                "rejected", "requests", "retractions", "sim_end_s", "slo", "slo_attainment",
-                "span_s", "throughput_rps", "tpot_ms", "ttft_ms", "unfinished")
-# the decision log's fields that existed when the reference digests were taken (fields added
-# later, e.g. a regime, leave the digest as it is)
-DECISION_KEYS = ("type", "time_s", "slot", "iteration", "chunk", "requested_chunk", "reason",
-                 "inputs", "predicted_ms", "mb", "run", "held_ids")
+# The digest comes from this tree's ppsched/sim/digest.py, loaded by path, so that a worker on a
+# baseline checkout (which may predate the module) digests its outputs exactly as this tree does.
+_DIGEST_SPEC = importlib.util.spec_from_file_location(
+    "ppsched_run_digest", ROOT / "ppsched" / "sim" / "digest.py")
+_DIGEST = importlib.util.module_from_spec(_DIGEST_SPEC)
+_DIGEST_SPEC.loader.exec_module(_DIGEST)
 
 
-def goodput_file(model: str, workload: str) -> Path:
-    if workload == "azure-conv":
-        return ROOT / "results" / "goodput" / model / "goodput.csv"
-    cap = f"-cap{MOONCAKE_CAP}" if workload == "mooncake-synthetic" else ""
-    return ROOT / "results" / "heldout" / f"{model}-{workload}{cap}" / "goodput.csv"
+def goodput_file(workload: str) -> Path:
+    """The pinned table the grid's rates come from (mooncake-synthetic's held-out rows are the
+    8192-capped ones)."""
+    name = "goodput.csv" if workload == "azure-conv" else "heldout.csv"
+    return ROOT / "results" / "pinned" / name
 
 
 def committed_goodput(model: str, workload: str, policy_key: str) -> float:
-    path = goodput_file(model, workload)
+    path = goodput_file(workload)
     with path.open() as fh:
         for row in csv.DictReader(fh):
-            if (row["workload"] == workload and row["policy"] == policy_key
-                    and float(row["slo_scale"]) == 1.0):
+            if (row["model"] == model and row["workload"] == workload
+                    and row["policy"] == policy_key and float(row["slo_scale"]) == 1.0):
                 return float(row["goodput_rps"])
     raise SystemExit(f"{path}: no SLO-1.0 row for policy {policy_key!r}")
 
@@ -83,26 +79,6 @@ def grid(quick: bool) -> list[dict]:
 
 
 # --- worker: runs inside the tree under test (PYTHONPATH), answers one JSON line per cell -----
-def _digest(result) -> str:
-    """sha256 over what a run outputs: requests, summary figures, decisions, iterations."""
-    h = hashlib.sha256()
-    for r in result.records:
-        h.update(repr((r.req_id, r.arrival_s, r.prompt_tokens, r.output_tokens,
-                       r.first_token_s, r.finish_s, r.rejected, r.reject_reason, r.slot,
-                       r.retractions)).encode())
-    summary = {k: v for k, v in result.summary.items() if k in SUMMARY_KEYS}
-    h.update(json.dumps(summary, sort_keys=True, default=repr).encode())
-    decisions = [{k: v for k, v in d.items() if k in DECISION_KEYS} for d in result.decisions]
-    h.update(json.dumps(decisions, sort_keys=True, default=repr).encode())
-    it = result.iterations
-    h.update(",".join(it.columns).encode())
-    for col in it.columns:
-        values = it[col].to_numpy()
-        h.update("|".join(map(str, values)).encode() if values.dtype == object
-                 else values.tobytes())
-    return h.hexdigest()[:16]
-
-
 def _run_cell(cell: dict, duration: float) -> dict:
     from ppsched.experiments.run_config import RunConfig
     from ppsched.experiments.workload_spec import WorkloadSpec, load
@@ -118,7 +94,8 @@ def _run_cell(cell: dict, duration: float) -> dict:
     summary = result.summary
     mbs = int(summary["microbatches"])
     return {"sim_s": summary["sim_end_s"], "cpu_s": cpu, "engine_cpu_s": summary["sim_cpu_s"],
-            "microbatches": mbs, "requests": len(result.records), "digest": _digest(result)}
+            "microbatches": mbs, "requests": len(result.records),
+            "digest": _DIGEST.run_digest(result)}
 
 
 def worker(duration: float) -> int:

@@ -10,29 +10,16 @@ its whole grid. ``python tests/test_sim_golden.py`` prints the digests of the co
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import pytest
 
 from ppsched.experiments.run_config import RunConfig
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.sim import simulate
+from ppsched.sim.digest import run_digest
 
 # the summary's output figures as the reference engine wrote them (its inputs -- config, engine
 # settings, cost model -- and its own timings are not outputs; a figure added later leaves the
 # digest as it is)
-SUMMARY_KEYS = ("admission_rejected", "bubble_fraction", "completed", "context_length",
-                "context_rejected", "ds_holds", "ds_max_consecutive_holds", "e2e_ms", "goodput_ok",
-                "goodput_p90_tpot_ms", "goodput_p90_ttft_ms", "iteration_ms", "kv_capacity_tokens",
-                "kv_peak_tokens", "microbatches", "output_tokens_per_s", "prefix_cache",
-                "rejected", "requests", "retractions", "sim_end_s", "slo", "slo_attainment",
-                "span_s", "throughput_rps", "tpot_ms", "ttft_ms", "unfinished")
-# the decision log's fields that existed when the reference digests were taken (fields added
-# later, e.g. a regime, leave the digest as it is)
-DECISION_KEYS = ("type", "time_s", "slot", "iteration", "chunk", "requested_chunk", "reason",
-                 "inputs", "predicted_ms", "mb", "run", "held_ids")
-
 # name: (run config, workload, expected digest, what the run must exercise)
 CASES = {
     "static-512": (dict(chunk="static:512", mixed_chunk=True),
@@ -60,25 +47,6 @@ CASES = {
 }
 
 
-def digest(result) -> str:
-    h = hashlib.sha256()
-    for r in result.records:
-        h.update(repr((r.req_id, r.arrival_s, r.prompt_tokens, r.output_tokens,
-                       r.first_token_s, r.finish_s, r.rejected, r.reject_reason, r.slot,
-                       r.retractions)).encode())
-    summary = {k: v for k, v in result.summary.items() if k in SUMMARY_KEYS}
-    h.update(json.dumps(summary, sort_keys=True, default=repr).encode())
-    decisions = [{k: v for k, v in d.items() if k in DECISION_KEYS} for d in result.decisions]
-    h.update(json.dumps(decisions, sort_keys=True, default=repr).encode())
-    it = result.iterations
-    h.update(",".join(it.columns).encode())
-    for col in it.columns:
-        values = it[col].to_numpy()
-        h.update("|".join(map(str, values)).encode() if values.dtype == object
-                 else values.tobytes())
-    return h.hexdigest()[:16]
-
-
 def run_case(name: str):
     config, workload, _, _ = CASES[name]
     return simulate(RunConfig(seed=0, **config),
@@ -92,11 +60,11 @@ def test_outputs_match_the_reference_digest(name):
         value = (result.summary["prefix_cache"]["hit_tokens"] if counter == "prefix_hits"
                  else result.summary[counter])
         assert value > 0, f"{name}: the run never exercises {counter}"
-    assert digest(result) == CASES[name][2]
+    assert run_digest(result) == CASES[name][2]
 
 
 if __name__ == "__main__":  # print the digests of the code on PYTHONPATH
     for case in sorted(CASES):
         res = run_case(case)
-        print(case, digest(res), res.summary["retractions"], res.summary["ds_holds"],
+        print(case, run_digest(res), res.summary["retractions"], res.summary["ds_holds"],
               res.summary["prefix_cache"].get("hit_tokens"), res.summary["microbatches"])
