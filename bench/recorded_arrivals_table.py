@@ -25,11 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # (trace, minutes replayed (None: all), context cap) as run_recorded_arrivals.sh runs them
 TRACES = (("azure-conv", None, None), ("azure-code", None, None),
           ("mooncake-synthetic", 5.0, 8192))
-# the committed Poisson goodput of qwen2.5-32b per trace (3 seeds, verified), where present
-POISSON = {"azure-conv": "results/goodput/qwen2.5-32b/goodput.csv",
-           "azure-code": "results/heldout/qwen2.5-32b-azure-code/goodput.csv",
-           "mooncake-synthetic": "results/heldout/qwen2.5-32b-mooncake-synthetic-cap8192/"
-                                 "goodput.csv"}
+# the pinned Poisson goodput of qwen2.5-32b per trace (3 seeds, verified); mooncake-synthetic's
+# held-out rows are the 8192-capped ones
+POISSON = {"azure-conv": "results/pinned/goodput.csv",
+           "azure-code": "results/pinned/heldout.csv",
+           "mooncake-synthetic": "results/pinned/heldout.csv"}
+MODEL = "qwen2.5-32b"
 
 
 def poisson_goodput(trace: str, policy: str, scale: float) -> tuple[float | None, str]:
@@ -38,7 +39,8 @@ def poisson_goodput(trace: str, policy: str, scale: float) -> tuple[float | None
     if not path.is_file():
         return None, ""
     table = pd.read_csv(path)
-    row = table[(table.policy == policy) & (table.slo_scale == scale)]
+    row = table[(table.model == MODEL) & (table.workload == trace) & (table.policy == policy)
+                & (table.slo_scale == scale)]
     if not len(row):
         return None, ""
     chosen = row.chosen.iloc[0]
