@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import random
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ class RouterSettings:
             raise UserError(f"load_poll_s {self.load_poll_s!r}: expected seconds > 0")
 
 
-class Router:
+class Router(ABC):
     """Chooses a worker per request. ``reasons`` counts why each choice was made."""
 
     needs_token_load = False  # True: the fleet polls token loads every ``load_poll_s``
@@ -71,9 +72,10 @@ class Router:
         self.rng = random.Random(seed)
         self.reasons: Counter[str] = Counter()
 
+    @abstractmethod
     def choose(self, spec: RequestSpec, in_flight: Sequence[int],
                polled_tokens: Sequence[int]) -> int:
-        raise NotImplementedError
+        """The box for ``spec``, given each box's in-flight count and last polled token load."""
 
 
 def _least(loads: Sequence[int]) -> int:
