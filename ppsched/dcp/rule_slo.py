@@ -1,67 +1,33 @@
-"""Our rule for mixed loops (SGLang --enable-mixed-chunk): the most efficient chunk within the
-TPOT the SLO and the KV cache allow, decided every 2 * pp iterations and held in between (the
-paper's cadence, kept by the ``predictive`` shell).
+"""Our rule for mixed loops (SGLang --enable-mixed-chunk): one objective over one model.
 
-In a mixed loop the asking slot's d decodes ride in the microbatch and spend one budget token
-each, so a budget c carries c - d prefill tokens in a predicted stage time s(c) (ALP, shifted by
-the measured residual of its 128-token tile, ``calibrate``). A decode advances once per round of
-pp microbatches, so the round of the slot that runs it lasts at least pp * s(c).
-
-- TPOT budget: min(SLO_TPOT, R * K / U). By Little's law the KV that decoding requests hold is
-  proportional to their lifetime (their TPOT) at a given arrival rate; a mean round of R ms with
-  U of the K KV tokens in use fills the cache at R * K / U, and past that admission stalls and
-  queued requests miss TTFT. R is measured (``rounds.RoundMeter``: the time between a decoding
-  slot's launches, scheduler time and result return included); pp * the mean recent stage-0
-  time until the engine has reported a round.
-- Choice ("slo:..."): among candidates whose pp * s(c) fits the budget, the greatest prefill
-  supply (c - d) / s(c), which drains the queue fastest; ties: the shorter stage. None fits: the
-  least stage time ("tpot-tight:least-stage").
-- Keep-up ("slo:keep-up"): where the budget leaves only sizes whose supply is at or below the
-  measured arrival rate of prompt tokens, the queue would grow (a certain TTFT miss, where the
-  budget is a forecast), so the rule takes the least size within SLO_TPOT that keeps up.
-- The P90 prompt's floor ("slo:p90-prompt", ``prompt_floor``): the choice is at least the least
-  size within the KV budget at which the recent P90 prompt, alone in the queue, reaches its
-  first token within SLO_TTFT. The SLO is a percentile over every request, while the deadline
-  check below sees only the queue of the moment. Nothing below goes under the floor.
-- Deadlines ("ttft:least-in-time"): when the choice would bring a queued request to its first
-  token after its SLO_TTFT, the least larger size within the KV budget that brings every queued
-  request in time; none does: the choice. In time by the FCFS drain model (``queue_drain``): a
-  request waits for the tokens ahead of it, and each microbatch also waits rank 0's time that no
-  stage time shows. A request already past its SLO_TTFT sets no deadline.
-- Kept escalation ("ttft:kept"): an escalation holds until the request it was for has left the
-  queue, so that a drain error does not make it late; only while the recent P90 TTFT is at
-  least as close to its SLO as the recent P90 TPOT to its own (a kept size spends TPOT on TTFT).
-- TPOT ease ("tpot:least-in-time"): while the recent P90 TPOT is the closer to its SLO and,
-  scaled from the recent mean stage to the choice's, exceeds the budget, the least smaller size
-  that keeps up with the arriving prompt tokens and still brings every queued request in time.
-  The budget lets every round cost up to SLO_TPOT; easing spends less of it where TTFT has room.
-- Explore ("...:explore"): the candidate right above the choice, whose tile has not run within
-  the forgetting window while the choice's has, is priced at the choice's stage (its lower
-  bound, ``calibrate.explore_above``); if the rule would take it at that price, it tries it once
-  rather than trust ALP's extrapolation to it. Only that neighbour, so expired tiles never set
-  off a cascade of trials up the ladder.
-- Held for the shell's cadence: a slot's round waits for the longest microbatch ahead of it, so
-  sizes chosen afresh per microbatch leave stages idle behind the long ones.
-- Nothing decodes ("no-decodes:..."): only TTFT is left. Q queued prompt tokens take
-  ceil(Q / p(c)) microbatches of s(c) on stage 0 plus pp - 1 stage times to cross; prompts
-  arriving meanwhile (rate a) take a share rho = a / supply(c) of stage 0, stretching the drain by
-  1 / (1 - rho). The rule takes the candidate that brings the most queued tokens to their first
-  token within SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does: the
-  greatest supply ("no-decodes:max-supply").
-Each decision carries its regime (``regime.Regime``, whose labels are the quoted reasons above;
-the adjustments test it, never a label) and the predicted slacks it was priced at, each relative
-to its SLO: TPOT's, the round of pp stages of the chosen size; TTFT's, the recent P90 prompt's
-first token by the floor's drain.
-No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
-stage times are the only inputs. The evidence for each mechanism is the controller table
-(``make paper``, ``bash bench/run_heldout.sh``) and its fresh-seed check
-(``bench/bench_fresh_seeds.py``); bench/dcp.md gives the figures.
+Objective: among the candidates within the KV budget, the greatest prefill supply whose predicted
+TTFT and TPOT both meet the SLO; none does: the greatest smaller slack (1 - predicted / SLO).
+Supply (prefill tokens per ms of stage 0) is what sustains a rate, the SLO bounds what it may
+cost, and where it cannot hold a miss is spread over both. None within the KV budget: the least
+stage. The model, for a budget c whose microbatch carries p = c - d prefill tokens beside the
+asking slot's d decodes in ALP's stage time s (shifted by its tile's measured residual):
+- Rank 0 launches a microbatch every s + g: g is its time per microbatch that no stage shows, the
+  measured round (``rounds.RoundMeter``) less the model's (below) for the recent stages, over pp.
+  Supply = p / (s + g).
+- TPOT: a decode advances once a round, and a round lasts pp times its longest microbatch
+  (``rounds.steady_tpot``: the share of turns carrying a piece keeps up with the measured arrival
+  of prompt tokens; pp (s + g) when none is left without one). It counts where some slot decodes.
+- KV budget: the KV decoding requests hold grows with that round (Little's law): with U of K
+  tokens in use at the measured round R, a round past R K / U fills the cache and stalls admission.
+- TTFT (``queue_drain``, FCFS) of every queued request still in time, and of a recent-P90 prompt
+  arriving now behind the queue and one SLO_TTFT later behind the prompts arriving meanwhile at
+  the measured rate. A deadline no candidate meets sets none: it is among the tenth the P90 lets
+  miss, and would otherwise hold every size hostage.
+- ALP extrapolates to sizes it has not run, so the size above the choice, unmeasured lately where
+  the choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
+  objective prefers it at that price (``calibrate.explore_above``).
+The inputs are the SLO, ALP, the engine's KV counters, its measured stages and rounds, and the
+arrivals: no constant. The ``predictive`` shell holds each choice for 2 pp iterations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -73,61 +39,23 @@ from ppsched.dcp.candidate_costs import (
     asking_slot_decodes,
     chunk_prefix,
     predict_costs,
-    waiting_fcfs,
 )
-from ppsched.dcp.prompt_floor import RecentPrompts, prompt_first_token_ms, prompt_floor
-from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
+from ppsched.dcp.queue_drain import RecentPrompts, first_token_ms, queue_deadlines
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rounds import RoundMeter
+from ppsched.dcp.rounds import RoundMeter, steady_tpot
 from ppsched.dcp.rule_base import Choice
-from ppsched.dcp.signals import percentile
 
 INF = float("inf")
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
 
 
-def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
-    """The mean round (ms) at which the decoding requests would fill the KV cache; inf when
-    nothing is known (no round, no KV in use). The round is the measured one when the engine
-    reports launches (``rounds.RoundMeter``), else pp times the mean recent stage-0 time."""
-    stages = snap.recent_stage_ms
+def kv_round_ms(snap: ChunkSnapshot, round_ms: float | None) -> float:
+    """The round (ms) at which the decoding requests would fill the KV cache, R K / U; inf when
+    nothing is known (no round, no KV in use)."""
     used = snap.kv_total_tokens - snap.kv_free_tokens
-    if used <= 0 or snap.kv_total_tokens <= 0:
-        return INF
-    if measured_round_ms is not None:
-        round_ms = measured_round_ms
-    elif stages:
-        round_ms = pp * sum(stages) / len(stages)
-    else:
+    if used <= 0 or snap.kv_total_tokens <= 0 or round_ms is None:
         return INF
     return round_ms * snap.kv_total_tokens / used
-
-
-def _instead(priced: Choice, i: int, regime: Regime) -> Choice:
-    """Candidate i instead of the TPOT price's choice, which the inputs record."""
-    costs = priced.costs
-    return Choice(i, regime, costs, (
-        *priced.inputs, ("tpot_choice", float(costs.candidates[priced.index]))))
-
-
-class KeptSizes:
-    """The sizes the deadline check escalated to, each kept until the request it was chosen for
-    has left the queue (its last piece launched, or it was rejected): ``SloRule._in_time``."""
-
-    def __init__(self) -> None:
-        self._size: dict[int, int] = {}  # req_id -> the chunk tokens its escalation chose
-
-    def keep(self, req_id: int, chunk: int) -> None:
-        self._size[req_id] = max(chunk, self._size.get(req_id, 0))
-
-    def largest(self, snap: ChunkSnapshot) -> int:
-        """The largest size kept for a request still queued, 0 if none; forgets the others."""
-        if not self._size:
-            return 0
-        queued = {q.req_id for q in waiting_fcfs(snap)}
-        for req_id in [r for r in self._size if r not in queued]:
-            del self._size[req_id]
-        return max(self._size.values(), default=0)
 
 
 @dataclass(frozen=True)
@@ -137,219 +65,97 @@ class SloRule:
     predictor: StagePredictor
     residual: TileResidual
     rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
-    kept: KeptSizes = field(default_factory=KeptSizes)  # escalations, until their request is served
-    prompts: RecentPrompts = field(default_factory=RecentPrompts)  # the P90 prompt's window
+    prompts: RecentPrompts = field(default_factory=RecentPrompts)  # the recent P90 prompt's window
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
         d_reqs, d_ctx = asking_slot_decodes(snap)
+        n = len(snap.slots) or 1  # a decode-only turn: the mean slot's decodes
+        mean_load = (sum(s.decode_reqs for s in snap.slots) // n,
+                     sum(s.decode_ctx_sum for s in snap.slots) // n)
         costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
-                              d_reqs, d_ctx, correct=self.residual.correct_scan)
-        kv_round = kv_round_ms(snap, self.pp, None if self.rounds is None else
-                               self.rounds.mean_round_ms)
-        choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
-        queue = _DecisionQueue(self, snap)
+                              d_reqs, d_ctx, decode_load=mean_load,
+                              correct=self.residual.correct_scan)
         self.prompts.see(snap)
-        choice = self._floored(queue, costs, kv_round, choice)
-        choice = self._in_time(queue, costs, kv_round, choice)
-        choice = self._eased(queue, costs, arrival_tok_s, kv_round, choice)
-        # the size above the choice, never run (or not lately): tried once if, at its lower
-        # bound, the rule would take it
-        explored = explore_above(self.residual, costs, choice.index, d_reqs)
-        if explored is not None:
-            trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
-            if trial.index == choice.index + 1:
-                choice = Choice(trial.index, trial.regime, trial.costs, trial.inputs, True)
-        return self._with_slacks(queue, choice)
-
-    def _with_slacks(self, queue: _DecisionQueue, choice: Choice) -> Choice:
-        """The choice with the predicted slacks it was priced at, where a slot decodes: TPOT's,
-        the round of pp stages of its size against SLO_TPOT; TTFT's, the recent P90 prompt's
-        first token alone in the queue (the P90 prompt's floor's drain) against SLO_TTFT, once
-        the floor's window holds enough prompts."""
-        if not choice.regime.priced:
-            return choice  # the nothing-decodes plan predicts tokens within TTFT, not a P90
-        costs, i, slo = choice.costs, choice.index, self.slo
-        tokens = queue.p90_prompt_tokens
-        ttft = None if tokens is None else prompt_first_token_ms(
-            costs, i, tokens, self.pp, queue.gap_ms)
-        return Choice(i, choice.regime, costs, choice.inputs, choice.explored,
-                      ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms,
-                      tpot_slack=1.0 - self.pp * costs.stage_ms[i] / slo.tpot_ms)
-
-    def _floored(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
-                 choice: Choice) -> Choice:
-        """The price's choice raised to the P90 prompt's floor (``prompt_floor``)."""
-        if not choice.regime.floored:
-            return choice  # the nothing-decodes plan sizes for the queue's tokens itself
-        tokens = queue.p90_prompt_tokens
-        if tokens is None:
-            return choice
-        i = prompt_floor(costs, tokens, self.pp, queue.gap_ms, self.slo.ttft_ms, kv_round)
-        if i is None or i <= choice.index:
-            return choice
-        return Choice(i, Regime.P90_PROMPT, costs, (
-            *choice.inputs, ("p90_prompt_tokens", tokens),
-            ("price_choice", float(costs.candidates[choice.index]))))
-
-    def _in_time(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
-                 choice: Choice) -> Choice:
-        if not choice.regime.raised:
-            return choice  # the nothing-decodes plan: no TPOT price to raise
-        priced = choice
-        kept = self.kept.largest(queue.snap)
-        if kept and kept in costs.candidates and queue.ttft_is_tighter:
-            i = costs.candidates.index(kept)
-            if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
-                choice = _instead(priced, i, Regime.KEPT)
-        nxt = choice.index + 1
-        if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
-            return choice  # nothing larger within the KV budget: nothing to check
-        deadlines, gap = queue.deadlines, queue.gap_ms
-        late = first_late(costs, choice.index, deadlines, self.pp, gap)
-        if late is None:
-            return choice
-        for i in range(nxt, len(costs.prefill)):
-            if costs.stage_ms[i] * self.pp > kv_round:
-                break  # a full cache stalls admission: no size past the KV budget
-            needs = late  # the request the size below brings late: this size is for it
-            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
-            if late is None:
-                self.kept.keep(deadlines[needs][2], costs.candidates[i])
-                return _instead(priced, i, Regime.IN_TIME)
-        return choice
-
-    def _eased(self, queue: _DecisionQueue, costs: CandidateCosts, arrival_tok_s: float,
-               kv_round: float, choice: Choice) -> Choice:
-        """The least size below the price's choice that keeps up with the arriving prompt
-        tokens and brings every queued request in time, while the recent P90 TPOT is closer to
-        its SLO than the recent P90 TTFT to its own and, scaled to the choice's stage, over the
-        price's budget: the price's choice then spends TPOT the SLO does not have on a TTFT
-        margin it does not need. Never below the P90 prompt's floor: the queue of the moment in
-        time says nothing of the long prompts to come."""
-        if choice.index == 0 or not choice.regime.eased or queue.ttft_is_tighter:
-            return choice
-        scaled = queue.scaled_tpot_ms(costs.stage_ms[choice.index])
-        if scaled is not None and scaled <= min(self.slo.tpot_ms, kv_round):
-            return choice  # measured, the choice keeps the price's budget: easing spends TTFT
-        deadlines, gap = queue.deadlines, queue.gap_ms
-        arrival_tok_ms = arrival_tok_s / 1000.0
-        late = None
-        for i in range(choice.index):
-            if costs.prefill[i] <= 0 or costs.supply(i) <= arrival_tok_ms:
-                continue
-            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
-            if late is None:
-                return _instead(choice, i, Regime.EASED)
-        return choice
-
-    def _select(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
-                d_reqs: int, kv_round: float) -> Choice:
-        pp = self.pp
-        n = len(costs.prefill)
-        queued = snap.queued_prompt_tokens
-        if snap.max_slot_decode_reqs == 0 and queued > 0:
-            arrival_tok_ms = arrival_tok_s / 1000.0
-            within = [tokens_within_ms(costs, i, self.slo.ttft_ms, pp, arrival_tok_ms)
-                      for i in range(n)]
-            best = max(range(n), key=lambda i: (within[i], -costs.stage_ms[i]))
-            if within[best] > 0:
-                return Choice(best, Regime.NO_DECODES_WITHIN_TTFT, costs, (
-                    ("arrival_tok_s", arrival_tok_s), ("tokens_within_ttft", float(within[best])),
-                    ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
-            # none brings a token in time or keeps up with the arrivals: the greatest supply
-            idx = max(range(n), key=lambda i: (costs.supply(i), -costs.stage_ms[i]))
-            return Choice(idx, Regime.NO_DECODES_MAX_SUPPLY, costs, (
-                ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
-                ("slot_decodes", 0.0)))
-        budget = min(self.slo.tpot_ms, kv_round)
-        idx = costs.best_supply(pp, budget)
-        if idx is not None:
-            regime = (Regime.MAX_SUPPLY_KV_BOUND if kv_round < self.slo.tpot_ms
-                      else Regime.MAX_SUPPLY)
-        else:
-            # the least stage is the smallest candidate: a larger microbatch is never faster.
-            # ALP's online fit can rank them otherwise where its data are confounded (live CPU
-            # server: 128 below 8-64 under a 5.5 ms SLO); on the simulator the two agree
-            idx = 0
-            regime = Regime.TPOT_TIGHT
-        inputs = (("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
-                  ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs)))
-        if kv_round < self.slo.tpot_ms:
-            kept_up = self._keeping_up(costs, idx, arrival_tok_s / 1000.0)
-            if kept_up is not None:
-                return Choice(kept_up, Regime.KEEP_UP, costs, (
-                    *inputs, ("kv_choice", float(costs.candidates[idx]))))
-        return Choice(idx, regime, costs, inputs)
-
-    def _keeping_up(self, costs: CandidateCosts, idx: int, arrival_tok_ms: float
-                    ) -> int | None:
-        """The least size above candidate ``idx`` (the KV budget's choice) within SLO_TPOT
-        whose supply exceeds the arriving prompt tokens, when ``idx``'s does not; None when
-        ``idx`` keeps up or no size within SLO_TPOT does."""
-        if costs.supply(idx) > arrival_tok_ms:
-            return None
-        for i in range(idx + 1, len(costs.prefill)):
-            if costs.stage_ms[i] * self.pp > self.slo.tpot_ms:
-                return None
-            if costs.supply(i) > arrival_tok_ms:
-                return i
-        return None
+        return _Plan(self, snap, costs, arrival_tok_s, d_reqs).choice()
 
 
-class _DecisionQueue:
-    """What the deadline check and the ease both read in one decision, each computed at most
-    once (the queue scan, the round's gap, the gate's two percentiles)."""
+class _Plan:
+    """One decision: the model's predictions for every candidate and the objective over them."""
 
-    def __init__(self, rule: SloRule, snap: ChunkSnapshot) -> None:
-        self.rule = rule
-        self.snap = snap
+    def __init__(self, rule: SloRule, snap: ChunkSnapshot, costs: CandidateCosts,
+                 arrival_tok_s: float, d_reqs: int) -> None:
+        self.rule, self.costs, self.d_reqs, pp = rule, costs, d_reqs, rule.pp
+        stages = snap.recent_stage_ms  # launch order: each pp in a row make a round
+        longest = [max(stages[k:k + pp]) for k in range(0, len(stages) - pp + 1, pp)]
+        modelled = pp * sum(longest) / len(longest) if longest else None
+        round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
+        self.gap = 0.0 if round_ms is None or modelled is None else \
+            max(0.0, (round_ms - modelled) / pp)
+        round_ms = modelled if round_ms is None else round_ms
+        self.kv_round = kv_round_ms(snap, round_ms)
+        self.decoding = snap.max_slot_decode_reqs > 0
+        self.arrival_tok_ms = arrival_tok_s / 1000.0
+        self._rounds: dict[tuple[int, float], float] = {}
+        self.within = [i for i, s in enumerate(costs.stage_ms)
+                       if self.round_ms(i, s) <= self.kv_round]
+        ttft = rule.slo.ttft_ms
+        terms = queue_deadlines(snap, ttft)
+        prompt = rule.prompts.percentile(SLO_PERCENTILE)
+        if prompt is not None:  # a P90 prompt arriving now, and one SLO_TTFT later
+            queued = snap.queued_prompt_tokens + prompt
+            terms += [(ttft, queued), (2 * ttft, queued + arrival_tok_s * ttft / 1000.0)]
+        self.terms = [(left, tokens) for left, tokens in terms if any(
+            self._first_token(i, tokens, costs.stage_ms[i]) <= left for i in self.within)]
+        self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
+                       ("gap_ms", self.gap), ("slot_decodes", float(d_reqs)),
+                       ("p90_prompt_tokens", -1.0 if prompt is None else prompt),
+                       ("deadlines", float(len(self.terms))))
 
-    @cached_property
-    def deadlines(self) -> list[tuple[float, int, int]]:
-        return queue_deadlines(self.snap, self.rule.slo.ttft_ms)
+    def round_ms(self, i: int, stage: float) -> float:
+        """The mean round while candidate i, at a stage time of ``stage``, keeps up with the
+        arriving prompt tokens; every turn a piece where it cannot."""
+        known = self._rounds.get((i, stage))
+        if known is not None:
+            return known
+        pp, gap = self.rule.pp, self.gap
+        rnd = steady_tpot((self.costs.prefill[i],), (stage,), self.costs.decode_ms,
+                          self.arrival_tok_ms, pp, lost_turn=False, gap_ms=gap)[0]
+        rnd = self._rounds[(i, stage)] = rnd if rnd < INF else pp * (stage + gap)
+        return rnd
 
-    @cached_property
-    def p90_prompt_tokens(self) -> float | None:
-        """The recent P90 prompt (``prompt_floor.RecentPrompts``), read after this decision's
-        queue was seen."""
-        return self.rule.prompts.percentile(SLO_PERCENTILE)
+    def _first_token(self, i: int, tokens: float, stage: float) -> float:
+        return first_token_ms(tokens, self.costs.prefill[i], stage, self.gap, self.rule.pp)
 
-    @cached_property
-    def mean_stage_ms(self) -> float | None:
-        stages = self.snap.recent_stage_ms
-        return sum(stages) / len(stages) if stages else None
-
-    @cached_property
-    def p90_tpot_ms(self) -> float | None:
-        return percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
-
-    @cached_property
-    def gap_ms(self) -> float:
-        """Rank 0's time between two microbatches that no stage time shows: the measured
-        round's excess over pp * the mean recent stage, per microbatch (0 until measured)."""
-        rounds, mean_stage = self.rule.rounds, self.mean_stage_ms
-        round_ms = None if rounds is None else rounds.mean_round_ms
-        if round_ms is None or mean_stage is None:
-            return 0.0
-        return max(0.0, round_ms / self.rule.pp - mean_stage)
-
-    def scaled_tpot_ms(self, stage_ms: float) -> float | None:
-        """The recent P90 TPOT had every microbatch cost ``stage_ms``: scaled by it over the
-        recent mean stage, each with the round's gap (None until both are measured)."""
-        tpot, mean_stage = self.p90_tpot_ms, self.mean_stage_ms
-        if tpot is None or mean_stage is None:
-            return None
-        return tpot * (stage_ms + self.gap_ms) / (mean_stage + self.gap_ms)
-
-    @cached_property
-    def ttft_is_tighter(self) -> bool:
-        """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
-        to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
-        one TTFT on TPOT."""
+    def slacks(self, i: int, stage: float) -> tuple[float | None, float | None]:
+        """(TTFT, TPOT) slack of candidate i at a stage time of ``stage``; None where unpriced."""
         slo = self.rule.slo
-        ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
-        tpot = self.p90_tpot_ms
-        if ttft is None or tpot is None:
-            return True
-        return ttft / slo.ttft_ms >= tpot / slo.tpot_ms
+        ttft = None if not self.terms else min(
+            left - self._first_token(i, tokens, stage) for left, tokens in self.terms
+        ) / slo.ttft_ms
+        tpot = 1.0 - self.round_ms(i, stage) / slo.tpot_ms if self.decoding else None
+        return ttft, tpot
+
+    def key(self, i: int, stage: float) -> tuple[int, float, float]:
+        """The objective's order: within the SLO by supply (ties: the shorter stage), then the
+        rest by their smaller slack (ties: the greater supply)."""
+        smaller = min((s for s in self.slacks(i, stage) if s is not None), default=None)
+        step = stage + self.gap
+        supply = self.costs.prefill[i] / step if step > 0 else 0.0
+        if smaller is None or smaller >= 0:
+            return (1, supply, -stage)
+        return (0, smaller, supply)
+
+    def choice(self) -> Choice:
+        costs, inputs = self.costs, self.inputs
+        if not self.within:
+            return Choice(0, Regime.KV_BOUND, costs, inputs)
+        stage = costs.stage_ms
+        keys = {i: self.key(i, stage[i]) for i in self.within}
+        best = max(self.within, key=keys.__getitem__)
+        explored = explore_above(self.rule.residual, costs, best, self.d_reqs) is not None and \
+            self.key(best + 1, stage[best]) > keys[best]
+        i, priced_at = (best + 1, stage[best]) if explored else (best, stage[best])
+        ttft, tpot = self.slacks(i, priced_at)
+        regime = Regime.WITHIN_SLO if self.key(i, priced_at)[0] else Regime.BALANCED
+        return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)
