@@ -11,9 +11,8 @@ from enum import Enum
 
 class Regime(Enum):
     # SloRule (mixed loop), ``rule_slo``'s objective
-    WITHIN_SLO = "slo:max-supply"  # the most supply whose predicted TTFT and TPOT meet the SLO
-    BALANCED = "slo:max-min-slack"  # none meets both: the greatest smaller slack
-    KV_BOUND = "kv:least-stage"  # none within the KV budget: the least stage
+    WITHIN_SLO = "slo:max-supply"  # the most supply whose predicted TTFT, TPOT and KV hold
+    BALANCED = "slo:max-min-slack"  # none holds all three: the greatest smallest slack
     # SteadyRule (plain loop)
     STEADY_WITHIN_TPOT = "feasible:min-tpot"
     STEADY_TPOT_TIGHT = "tpot-tight:min-tpot"

@@ -1,11 +1,11 @@
 """Our rule for mixed loops (SGLang --enable-mixed-chunk): one objective over one model.
 
-Objective: among the candidates within the KV budget, the greatest prefill supply whose predicted
-TTFT and TPOT both meet the SLO; none does: the greatest smaller slack (1 - predicted / SLO).
-Supply (prefill tokens per ms of stage 0) is what sustains a rate, the SLO bounds what it may
-cost, and where it cannot hold a miss is spread over both. None within the KV budget: the least
-stage. The model, for a budget c whose microbatch carries p = c - d prefill tokens beside the
-asking slot's d decodes in ALP's stage time s (shifted by its tile's measured residual):
+Objective: the greatest prefill supply among the candidates whose predicted TTFT, TPOT and round
+meet their limits (the SLO's two, the KV budget); none does: the greatest smallest slack (slack =
+1 - predicted / limit). Supply (prefill tokens per ms of stage 0) is what sustains a rate, the
+limits bound what it may cost, and where they cannot all hold a miss is spread over them. The
+model, for a budget c whose microbatch carries p = c - d prefill tokens beside the asking slot's
+d decodes in ALP's stage time s (shifted by its tile's measured residual):
 - Rank 0 launches a microbatch every s + g: g is its time per microbatch that no stage shows, the
   measured round (``rounds.RoundMeter``) less the model's (below) for the recent stages, over pp.
   Supply = p / (s + g).
@@ -13,7 +13,8 @@ asking slot's d decodes in ALP's stage time s (shifted by its tile's measured re
   (``rounds.steady_tpot``: the share of turns carrying a piece keeps up with the measured arrival
   of prompt tokens; pp (s + g) when none is left without one). It counts where some slot decodes.
 - KV budget: the KV decoding requests hold grows with that round (Little's law): with U of K
-  tokens in use at the measured round R, a round past R K / U fills the cache and stalls admission.
+  tokens in use at the measured round R, a round past R K / U fills the cache, and admission stalls
+  (a queue that outgrows the supply stalls it too: the budget is a limit to trade, not a wall).
 - TTFT (``queue_drain``, FCFS) of every queued request still in time, and of a recent-P90 prompt
   arriving now behind the queue and one SLO_TTFT later behind the prompts arriving meanwhile at
   the measured rate. A deadline no candidate meets sets none: it is among the tenth the P90 lets
@@ -97,8 +98,6 @@ class _Plan:
         self.decoding = snap.max_slot_decode_reqs > 0
         self.arrival_tok_ms = arrival_tok_s / 1000.0
         self._rounds: dict[tuple[int, float], float] = {}
-        self.within = [i for i, s in enumerate(costs.stage_ms)
-                       if self.round_ms(i, s) <= self.kv_round]
         ttft = rule.slo.ttft_ms
         terms = queue_deadlines(snap, ttft)
         prompt = rule.prompts.percentile(SLO_PERCENTILE)
@@ -106,7 +105,7 @@ class _Plan:
             queued = snap.queued_prompt_tokens + prompt
             terms += [(ttft, queued), (2 * ttft, queued + arrival_tok_s * ttft / 1000.0)]
         self.terms = [(left, tokens) for left, tokens in terms if any(
-            self._first_token(i, tokens, costs.stage_ms[i]) <= left for i in self.within)]
+            self._first_token(i, tokens, s) <= left for i, s in enumerate(costs.stage_ms))]
         self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
                        ("gap_ms", self.gap), ("slot_decodes", float(d_reqs)),
                        ("p90_prompt_tokens", -1.0 if prompt is None else prompt),
@@ -127,14 +126,17 @@ class _Plan:
     def _first_token(self, i: int, tokens: float, stage: float) -> float:
         return first_token_ms(tokens, self.costs.prefill[i], stage, self.gap, self.rule.pp)
 
-    def slacks(self, i: int, stage: float) -> tuple[float | None, float | None]:
-        """(TTFT, TPOT) slack of candidate i at a stage time of ``stage``; None where unpriced."""
+    def slacks(self, i: int, stage: float) -> tuple[float | None, float | None, float | None]:
+        """(TTFT, TPOT, KV) slack of candidate i at a stage time of ``stage``; None where
+        unpriced."""
         slo = self.rule.slo
         ttft = None if not self.terms else min(
             left - self._first_token(i, tokens, stage) for left, tokens in self.terms
         ) / slo.ttft_ms
-        tpot = 1.0 - self.round_ms(i, stage) / slo.tpot_ms if self.decoding else None
-        return ttft, tpot
+        rnd = self.round_ms(i, stage)
+        tpot = 1.0 - rnd / slo.tpot_ms if self.decoding else None
+        kv = 1.0 - rnd / self.kv_round if self.kv_round < INF else None
+        return ttft, tpot, kv
 
     def key(self, i: int, stage: float) -> tuple[int, float, float]:
         """The objective's order: within the SLO by supply (ties: the shorter stage), then the
@@ -148,14 +150,12 @@ class _Plan:
 
     def choice(self) -> Choice:
         costs, inputs = self.costs, self.inputs
-        if not self.within:
-            return Choice(0, Regime.KV_BOUND, costs, inputs)
         stage = costs.stage_ms
-        keys = {i: self.key(i, stage[i]) for i in self.within}
-        best = max(self.within, key=keys.__getitem__)
+        keys = [self.key(i, s) for i, s in enumerate(stage)]
+        best = max(range(len(keys)), key=keys.__getitem__)
         explored = explore_above(self.rule.residual, costs, best, self.d_reqs) is not None and \
             self.key(best + 1, stage[best]) > keys[best]
         i, priced_at = (best + 1, stage[best]) if explored else (best, stage[best])
-        ttft, tpot = self.slacks(i, priced_at)
+        ttft, tpot, _ = self.slacks(i, priced_at)
         regime = Regime.WITHIN_SLO if self.key(i, priced_at)[0] else Regime.BALANCED
         return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)
