@@ -74,8 +74,8 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
     pp f p = demand R(f), solved by fixed-point iteration from f = demand D / p. A decode advances
     once per round, or only in the (1 - f) of its slot's turns that are not prefill when
     ``lost_turn`` (SGLang's default loop: a prefill batch carries no decodes). ``gap_ms``: rank
-    0's time per microbatch beyond its stage (``RoundMeter``'s round / pp - the mean stage),
-    added to every turn. inf where the candidate cannot keep up (f >= 1).
+    0's time per microbatch beyond its stage, added to every turn. inf where the candidate
+    cannot keep up (f >= 1).
     """
     out = []
     for p, big in zip(prefill, stage, strict=True):

@@ -16,9 +16,10 @@ d decodes in ALP's stage time s (shifted by its tile's measured residual):
   tokens in use at the measured round R, a round past R K / U fills the cache, and admission stalls
   (a queue that outgrows the supply stalls it too: the budget is a limit to trade, not a wall).
 - TTFT (``queue_drain``, FCFS) of every queued request still in time, and of a recent-P90 prompt
-  arriving now behind the queue and one SLO_TTFT later behind the prompts arriving meanwhile at
-  the measured rate. A deadline no candidate meets sets none: it is among the tenth the P90 lets
-  miss, and would otherwise hold every size hostage.
+  arriving now behind the queue and at the horizon (the span the arrival rate is measured over)
+  behind the prompts arriving meanwhile at that rate: a size that cannot keep up misses it. A
+  deadline no candidate meets sets none: it is among the tenth the P90 lets miss, and would
+  otherwise hold every size hostage.
 - ALP extrapolates to sizes it has not run, so the size above the choice, unmeasured lately where
   the choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
   objective prefers it at that price (``calibrate.explore_above``).
@@ -66,6 +67,7 @@ class SloRule:
     predictor: StagePredictor
     residual: TileResidual
     rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
+    horizon_s: float = 10.0  # the span the arrival rate is measured over, predicted as far
     prompts: RecentPrompts = field(default_factory=RecentPrompts)  # the recent P90 prompt's window
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
@@ -101,9 +103,10 @@ class _Plan:
         ttft = rule.slo.ttft_ms
         terms = queue_deadlines(snap, ttft)
         prompt = rule.prompts.percentile(SLO_PERCENTILE)
-        if prompt is not None:  # a P90 prompt arriving now, and one SLO_TTFT later
-            queued = snap.queued_prompt_tokens + prompt
-            terms += [(ttft, queued), (2 * ttft, queued + arrival_tok_s * ttft / 1000.0)]
+        # a P90 prompt arriving now, and at the horizon (before ten are seen: the arrivals)
+        queued = snap.queued_prompt_tokens + (prompt or 0.0)
+        horizon = 1000.0 * rule.horizon_s
+        terms += [(ttft, queued), (horizon + ttft, queued + arrival_tok_s * rule.horizon_s)]
         self.terms = [(left, tokens) for left, tokens in terms if any(
             self._first_token(i, tokens, s) <= left for i, s in enumerate(costs.stage_ms))]
         self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
@@ -156,6 +159,8 @@ class _Plan:
         explored = explore_above(self.rule.residual, costs, best, self.d_reqs) is not None and \
             self.key(best + 1, stage[best]) > keys[best]
         i, priced_at = (best + 1, stage[best]) if explored else (best, stage[best])
-        ttft, tpot, _ = self.slacks(i, priced_at)
+        ttft, tpot, kv = self.slacks(i, priced_at)
         regime = Regime.WITHIN_SLO if self.key(i, priced_at)[0] else Regime.BALANCED
+        if kv is not None:
+            inputs = (*inputs, ("kv_slack", kv))
         return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)
