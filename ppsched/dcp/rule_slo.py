@@ -156,9 +156,11 @@ class _Plan:
         stage = costs.stage_ms
         keys = [self.key(i, s) for i, s in enumerate(stage)]
         best = max(range(len(keys)), key=keys.__getitem__)
-        explored = explore_above(self.rule.residual, costs, best, self.d_reqs) is not None and \
-            self.key(best + 1, stage[best]) > keys[best]
+        lower = explore_above(self.rule.residual, costs, best, self.d_reqs)
+        explored = lower is not None and self.key(best + 1, stage[best]) > keys[best]
         i, priced_at = (best + 1, stage[best]) if explored else (best, stage[best])
+        if explored:
+            costs = lower  # the trial is priced at its lower bound
         ttft, tpot, kv = self.slacks(i, priced_at)
         regime = Regime.WITHIN_SLO if self.key(i, priced_at)[0] else Regime.BALANCED
         if kv is not None:
