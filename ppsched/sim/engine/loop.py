@@ -165,9 +165,9 @@ class Engine:
         runs, return_s = self.pipe.run(launch_s, shape)
         batch.return_s = return_s
         self.inflight[batch.slot] = batch
-        stage0 = runs[0]
         self.feed.launched(launch_s, batch.slot, shape)
-        self.feed.measured(StageMeasurement(stage0[2], batch.slot, 0, shape, stage0[4]))
+        # stage 0's run: runs[1] its end, runs[3] its measured ms (``Pipeline.run``'s layout)
+        self.feed.measured(StageMeasurement(runs[1], batch.slot, 0, shape, runs[3]))
         self.log.add_batch(self.st.mb_count, batch, runs)
         self.st.mb_count += 1
         return launch_s
