@@ -47,8 +47,9 @@ class RunLog:
 
     def frame(self) -> pd.DataFrame:
         n, stages = len(self.batches), self.stages
-        per_mb = pd.DataFrame.from_records(self.batches, columns=list(_MB_COLUMNS),
-                                           nrows=n) if n else pd.DataFrame(columns=_MB_COLUMNS)
+        # one tuple per column (a transpose in C), each straight into its numpy array
+        per_mb = dict(zip(_MB_COLUMNS, zip(*self.batches, strict=True), strict=True)) if n \
+            else dict.fromkeys(_MB_COLUMNS, ())
         values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(-1, STAGE_VALUES) \
             if n else np.empty((0, STAGE_VALUES))
         out = {"mb": np.repeat(np.arange(n, dtype=np.int64), stages),
@@ -56,10 +57,7 @@ class RunLog:
                "start_s": values[:, 0], "end_s": values[:, 1], "idle_before_s": values[:, 2],
                "measured_ms": values[:, 3]}
         for col in _MB_COLUMNS:
-            column = per_mb[col].to_numpy()
-            if col not in ("predicted_ms", "kind"):
-                column = column.astype(np.int64)
-            elif col == "predicted_ms":
-                column = column.astype(np.float64)
-            out[col] = np.repeat(column, stages)
+            dtype = object if col == "kind" else np.float64 if col == "predicted_ms" \
+                else np.int64
+            out[col] = np.repeat(np.array(per_mb[col], dtype=dtype), stages)
         return pd.DataFrame({col: out[col] for col in COLUMNS})
