@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ppsched.core.errors import UserError
-from ppsched.core.snapshots import QueuedRequest
+from ppsched.core.snapshots import QueuedRequest, SlotLoad
 from ppsched.sim.engine.kv import KvPool
 from ppsched.sim.engine.state import Req
 
@@ -119,7 +119,8 @@ class SchedState:
     __slots__ = ("limits", "kv", "queue", "queued_tokens", "queue_version", "queue_view",
                  "chunked", "members", "slot_ctx", "decoding", "active", "rem_output",
                  "new_token_ratio", "mb_count", "arrived", "arrived_tokens", "recent_ttft",
-                 "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak")
+                 "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak",
+                 "slot_loads", "slot_loads_view")
 
     def __init__(self, limits: EngineLimits, capacity: int) -> None:
         self.limits = limits
@@ -131,6 +132,9 @@ class SchedState:
         self.chunked: Req | None = None
         self.members: list[list[Req]] = [[] for _ in range(limits.slots)]  # decode set per slot
         self.slot_ctx = [0] * limits.slots  # KV tokens of each slot's decode set
+        # the snapshots' per-slot loads, refreshed where a slot moved (``views``)
+        self.slot_loads = [SlotLoad(s, 0, 0) for s in range(limits.slots)]
+        self.slot_loads_view: tuple[SlotLoad, ...] | None = None
         self.decoding = 0  # requests in any decode set
         self.active = 0  # admitted, not finished, not retracted (SGLang's running count)
         self.rem_output = 0  # output tokens still to come from the active requests
