@@ -129,6 +129,7 @@ class ALPredictor:
         self.n = 5 if correct_linear_online else 4
         self._sums_shape: BatchShape | None = None
         self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
+        self._sums_lin = 0.0  # the profile's linear term of that shape
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
@@ -204,13 +205,21 @@ class ALPredictor:
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula((self._sums(shape),))[0]
+        _, cross, square, _, decode_ctx, _ = self._sums(shape)
+        lin = self._sums_lin
+        w = self.weights
+        w4 = w[4] if self.n == 5 else 0.0
+        # ``_formula``'s expression for one batch, term for term
+        return (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
+                + w[2] * decode_ctx / DECODE_SCALE + w[3] * BIAS
+                + w4 * lin / LINEAR_SCALE) * self.scale
 
     def _sums(self, shape: BatchShape) -> ShapeSums:
-        """``shape_sums``, remembered for the last shape: a controller predicts a measured
-        batch and then learns from the same batch."""
+        """``shape_sums``, remembered for the last shape with its linear term (``_sums_lin``):
+        a controller predicts a measured batch and then learns from the same batch."""
         if shape is not self._sums_shape:
-            self._sums_value = shape_sums(shape)
+            sums = self._sums_value = shape_sums(shape)
+            self._sums_lin = self._linear(sums[0])
             self._sums_shape = shape
         return self._sums_value
 
@@ -260,8 +269,8 @@ class ALPredictor:
         if not (math.isfinite(measured_ms) and measured_ms > 0):
             return  # a failed or empty measurement teaches nothing
         sums = self._sums(shape)
-        tokens, cross, square, _, decode_ctx, _ = sums
-        lin = self._linear(tokens)  # ``_x_of``, inlined: once per stage measurement
+        _, cross, square, _, decode_ctx, _ = sums
+        lin = self._sums_lin  # ``_x_of``, inlined: once per stage measurement
         x = [cross / PREFIX_SCALE, square / EXTEND_SCALE, decode_ctx / DECODE_SCALE, BIAS]
         if self.correct_linear_online:
             x.append(lin / LINEAR_SCALE)
