@@ -34,7 +34,7 @@ from operator import mul
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
 from ppsched.predictor.alp_kernel import alp_step
-from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features_of
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit
 from ppsched.predictor.profile import LinearProfile
 from ppsched.predictor.rls_kernels import anchor_step
 
@@ -277,8 +277,10 @@ class ALPredictor:
         predicted = lin + sum(map(mul, self.weights, x))  # in the profile's units
         if self.fit is not None:
             self._second_opinion(sums, predicted * self.scale, measured_ms)
-        if self.correct_linear_online and predicted > 0:
-            self._learn_scale(measured_ms / (self.scale * predicted))
+        if self.correct_linear_online and predicted > 0:  # ``_learn_scale``, inlined
+            gain = max(1.0 / (self.scale_updates + 1), 1.0 - self.forgetting)
+            self.scale *= math.exp(gain * math.log(measured_ms / (self.scale * predicted)))
+            self.scale_updates += 1
         measured_ms /= self.scale  # the RLS below works in the profile's units
         err = measured_ms - predicted
         limit = self.residual_clip * measured_ms  # outliers move w by at most 40% of the value
@@ -303,16 +305,12 @@ class ALPredictor:
         """Score ALP and the device fit on this batch if it lies in the fit's box (running
         means, gain 1/k then the forgetting window), then teach the fit; choose the fit for
         batches in its box while it is the better of the two."""
-        fit = self.fit
-        x = fit_features_of(sums)
-        inside = fit.covers(x)  # type: ignore[union-attr]
-        if inside:
-            fitted = fit.predict_x(x)  # type: ignore[union-attr]
+        fitted = self.fit.learn(sums, measured_ms)  # type: ignore[union-attr]
+        if fitted is not None:  # inside the box: scored with the fit before it learned
             gain = max(1.0 / (self.scored + 1), 1.0 - self.forgetting)
             self.alp_ape += gain * (abs(alp_ms - measured_ms) / measured_ms - self.alp_ape)
             self.fit_ape += gain * (abs(fitted - measured_ms) / measured_ms - self.fit_ape)
             self.scored += 1
-        fit.update(x, measured_ms, inside)  # type: ignore[union-attr]
         self.use_fit = self.scored >= FIT_MIN_SCORED and self.fit_ape < self.alp_ape
 
     def _learn_scale(self, ratio: float) -> None:

@@ -107,6 +107,27 @@ class DeviceFit:
     def predict_x(self, x: Sequence[float]) -> float:
         return sum(map(mul, self.weights, x))
 
+    def learn(self, sums: ShapeSums, measured_ms: float) -> float | None:
+        """The fit's prediction for a measured batch (``sums``: ``shape_sums``) if it lies in
+        the box, None outside it -- both before learning the batch -- then ``update``. One call
+        per stage measurement: ``fit_features_of``, ``covers`` and ``predict_x`` written out."""
+        tokens, cross, square, pieces, decode_ctx, decodes = sums
+        x1 = tokens / TOKEN_SCALE
+        x2 = float(pieces)
+        x3 = decode_ctx / DECODE_CTX_SCALE
+        x4 = cross / PREFIX_SCALE
+        x5 = square / EXTEND_SCALE
+        x6 = decodes / DECODE_COUNT_SCALE
+        x = [1.0, x1, x2, x3, x4, x5, x6]
+        low, high = self.low, self.high
+        inside = (low[0] <= 1.0 <= high[0] and low[1] <= x1 <= high[1]
+                  and low[2] <= x2 <= high[2] and low[3] <= x3 <= high[3]
+                  and low[4] <= x4 <= high[4] and low[5] <= x5 <= high[5]
+                  and low[6] <= x6 <= high[6])
+        fitted = sum(map(mul, self.weights, x)) if inside else None
+        self.update(x, measured_ms, inside)
+        return fitted
+
     def update(self, x: list[float], measured_ms: float, inside: bool | None = None) -> None:
         """One RLS step (``x``: ``fit_features`` of the batch; ``measured_ms`` > 0, finite;
         ``inside``: ``covers(x)`` if the caller has just asked it, else None).
