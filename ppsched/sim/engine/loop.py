@@ -140,12 +140,14 @@ class Engine:
                         finished.append(req)
             st.rem_output -= len(decodes)
             if finished is not None:
+                freed = 0  # the finished requests' context, out of the slot's sum
                 for req in finished:
+                    freed += req.kv
                     self.retire(req, now)
                 kept = [r for r in members if r.generated < r.output]
                 st.decoding -= len(members) - len(kept)
                 st.members[slot] = members = kept
-                st.slot_ctx[slot] = sum(r.kv for r in kept)
+                st.slot_ctx[slot] -= freed  # a running total (``finish`` checks it)
         for piece in batch.prefill:
             if not piece.completes:
                 continue
@@ -267,6 +269,12 @@ class Engine:
             raise SimInvariantError(
                 f"engine stuck at t={self.now:.3f}s: {len(st.queue)} queued, "
                 f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
+        # the slots' running context sums held: at the end (nothing in flight) each equals its
+        # decode set's KV (0 once every request finished); a drift would never cancel out
+        for slot, members in enumerate(st.members):
+            if not self.stopped and st.slot_ctx[slot] != sum(r.kv for r in members):
+                raise SimInvariantError(f"slot {slot}: context sum {st.slot_ctx[slot]} != its "
+                                        f"decode set's KV {sum(r.kv for r in members)}")
         self.feed.flush(float("inf"), st.recent_stage)
         self.end_s = self.now
 
