@@ -97,6 +97,7 @@ class Engine:
         if req.generated == 0:
             req.first_s = now
             st.recent_ttft.append(1000.0 * (now - req.arrival_s))
+            st.recent_samples += 1
         req.generated += 1
         req.last_s = now
         st.rem_output -= 1
@@ -111,6 +112,7 @@ class Engine:
         req.finish_s = now
         if req.output >= 2:
             st.recent_tpot.append(req.tpot_ms())
+            st.recent_samples += 1
         st.kv.release(req, now)
         st.active -= 1
         self.in_system -= 1

@@ -120,7 +120,7 @@ class SchedState:
                  "chunked", "members", "slot_ctx", "decoding", "active", "rem_output",
                  "new_token_ratio", "mb_count", "arrived", "arrived_tokens", "recent_ttft",
                  "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak",
-                 "slot_loads", "slot_loads_view")
+                 "slot_loads", "slot_loads_view", "recent_samples", "recent_view")
 
     def __init__(self, limits: EngineLimits, capacity: int) -> None:
         self.limits = limits
@@ -145,6 +145,10 @@ class SchedState:
         self.recent_ttft: deque[float] = deque(maxlen=RECENT)
         self.recent_tpot: deque[float] = deque(maxlen=RECENT)
         self.recent_stage: deque[float] = deque(maxlen=RECENT)
+        # TTFT and TPOT samples appended so far, and the snapshots' tuples of both windows as
+        # of a sample count (``views``): rebuilt only after a first token or a finish
+        self.recent_samples = 0
+        self.recent_view: tuple[int, tuple[float, ...], tuple[float, ...]] = (-1, (), ())
         self.retractions = 0
         self.ds_holds = 0
         self.max_held_streak = 0

@@ -22,9 +22,18 @@ def _slot_loads(st: SchedState) -> tuple[SlotLoad, ...]:
     return st.slot_loads_view
 
 
+def _recent(st: SchedState) -> tuple[int, tuple[float, ...], tuple[float, ...]]:
+    """(sample count, recent TTFTs, recent TPOTs), the tuples rebuilt only when a sample came."""
+    view = st.recent_view
+    if view[0] != st.recent_samples:
+        view = st.recent_view = (st.recent_samples, tuple(st.recent_ttft), tuple(st.recent_tpot))
+    return view
+
+
 def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
     chunked = st.chunked.queued_view() if st.chunked is not None else None
     slots = st.limits.slots
+    _, recent_ttft, recent_tpot = _recent(st)
     return ChunkSnapshot(
         now_s=now,
         iteration=st.mb_count,
@@ -37,8 +46,8 @@ def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
         slots=_slot_loads(st),
         kv_free_tokens=st.kv.free(),
         kv_total_tokens=st.kv.capacity,
-        recent_ttft_ms=tuple(st.recent_ttft),
-        recent_tpot_ms=tuple(st.recent_tpot),
+        recent_ttft_ms=recent_ttft,
+        recent_tpot_ms=recent_tpot,
         recent_stage_ms=tuple(st.recent_stage),
         arrived_requests_total=st.arrived,
         arrived_prompt_tokens_total=st.arrived_tokens,
@@ -60,5 +69,5 @@ def decode_snapshot(st: SchedState, slot: int, now: float) -> DecodeSnapshot:
         kv_total_tokens=st.kv.capacity,
         queued_requests=len(st.queue) + (st.chunked is not None),
         queued_prompt_tokens=st.queued_tokens,
-        recent_tpot_ms=tuple(st.recent_tpot),
+        recent_tpot_ms=_recent(st)[2],
     )
