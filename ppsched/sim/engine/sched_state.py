@@ -35,38 +35,48 @@ class QueueView:
     request's view changes only when its remaining tokens do (``set_remaining``), which
     re-enters it. The tuple is rebuilt only when the scheduler's queue version moved."""
 
-    __slots__ = ("version", "view", "reqs", "views")
+    __slots__ = ("version", "view", "reqs", "views", "unbuilt")
 
     def __init__(self) -> None:
         self.version = -1
         self.view: tuple[QueuedRequest, ...] = ()
         self.reqs: deque[Req] = deque()  # the window's requests, queue order
         self.views: deque[QueuedRequest | None] = deque()  # None: not built since it came in
+        # how many of ``views`` are None: ``get`` scans the window for them only while some
+        # are left after building both ends (``None in views`` would call every view's __eq__)
+        self.unbuilt = 0
 
     def pushed_back(self, req: Req) -> None:
         if len(self.reqs) < QUEUE_VIEW:
             self.reqs.append(req)
             self.views.append(None)
+            self.unbuilt += 1
 
     def popped_front(self, queue: deque[Req]) -> None:
         self.reqs.popleft()
-        self.views.popleft()
+        if self.views.popleft() is None:
+            self.unbuilt -= 1
         if len(queue) >= QUEUE_VIEW:  # the next request slides into the window
             req = queue[QUEUE_VIEW - 1]
             self.reqs.append(req)
             self.views.append(None)
+            self.unbuilt += 1
 
     def pushed_front(self, req: Req) -> None:
         self.reqs.appendleft(req)
         self.views.appendleft(None)
+        self.unbuilt += 1
         if len(self.reqs) > QUEUE_VIEW:
             self.reqs.pop()
-            self.views.pop()
+            if self.views.pop() is None:
+                self.unbuilt -= 1
 
     def changed(self, req: Req) -> None:
         for i, queued in enumerate(self.reqs):
             if queued is req:
-                self.views[i] = None
+                if self.views[i] is not None:
+                    self.views[i] = None
+                    self.unbuilt += 1
                 return
 
     def get(self, st: SchedState) -> tuple[QueuedRequest, ...]:
@@ -82,10 +92,12 @@ class QueueView:
             while back > front and views[back] is None:
                 views[back] = reqs[back].queued_view()
                 back -= 1
-            if None in views:
+            self.unbuilt -= front + (n - 1 - back)
+            if self.unbuilt:
                 for i, req in enumerate(reqs):
                     if views[i] is None:
                         views[i] = req.queued_view()
+                self.unbuilt = 0
             self.view = tuple(views)  # type: ignore[arg-type]
             self.version = st.queue_version
         return self.view
