@@ -1,6 +1,7 @@
-"""ALP's update with its sums in C (``sum(map(mul, ...))``) is bit-identical to the loops.
+"""ALP's update (sums in C, ``sum(map(mul, ...))``; the RLS step, the priors and the checks fused
+into one generated step, ``alp_kernel``) is bit-identical to the loops.
 
-``Textbook`` is ALPredictor with ``update`` as it was written before (generator sums); both learn
+``Textbook`` is ALPredictor with ``update`` written as plain loops (generator sums); both learn
 the same random stream of stages -- prefills, decodes, mixed, outliers, profiles off by x0.1 and
 x10 -- and must hold exactly equal weights, covariance and device scale after every step.
 """
@@ -64,17 +65,18 @@ def _shape(rng):
     return BatchShape(prefill, decodes, decodes * rng.randrange(1, 4000))
 
 
-@pytest.mark.parametrize("factor, online", [(1.0, True), (0.1, True), (10.0, True),
-                                            (1.0, False)])
-def test_update_is_bit_identical_to_the_loops(factor, online):
+@pytest.mark.parametrize("factor, online, forgetting", [
+    (1.0, True, 0.9975), (0.1, True, 0.9975), (10.0, True, 0.9975), (1.0, False, 0.9975),
+    (1.0, True, 1.0), (0.1, False, 0.99)])
+def test_update_is_bit_identical_to_the_loops(factor, online, forgetting):
     profile = LinearProfile(
         alpha0=0.004, alpha1=6.0, boundaries=tuple(128 * i for i in range(1, 17)),
         staircase=tuple((128 * i, 6.0 + 0.5 * i) for i in range(1, 17)), fit_mape=1.0,
         staircase_mape=1.0, variant="staircase", model="test", tp=1, source="test",
     ).scaled(factor)
     rng = random.Random(int(factor * 10) + online)
-    fast = ALPredictor(profile, correct_linear_online=online)
-    slow = Textbook(profile, correct_linear_online=online)
+    fast = ALPredictor(profile, correct_linear_online=online, forgetting=forgetting)
+    slow = Textbook(profile, correct_linear_online=online, forgetting=forgetting)
     for step in range(2000):
         shape = _shape(rng)
         x = features(shape)

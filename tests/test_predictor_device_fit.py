@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ppsched.core.batch import BatchShape
+from ppsched.core.batch import BatchShape, shape_sums
 from ppsched.core.models import BUILTIN_MODELS
 from ppsched.predictor.alp import FIT_MIN_SCORED, ALPredictor
 from ppsched.predictor.device_fit import DeviceFit, fit_features
@@ -94,6 +94,27 @@ def test_hot_path_matches_the_features():
                                   square, s.decode_count) == pytest.approx(fit.predict_x(x),
                                                                            rel=1e-12)
         assert fit.predict_x(x) == pytest.approx(cpu_like_ms(s), rel=1e-2)  # noiseless data
+
+
+def test_learn_is_features_covers_predict_and_update_bit_for_bit():
+    """``learn`` (the update path's one call) against its parts, on a stream that leaves the
+    box now and then, so both the scored and the widening branch run."""
+    fast, slow = DeviceFit(), DeviceFit()
+    rng = random.Random(11)
+    inside = 0
+    for step in range(600):
+        shape = small_batch(rng) if rng.random() < 0.9 else BatchShape(
+            prefill=((rng.randrange(0, 4000), rng.randrange(1, 2048)),), decode_count=3,
+            decode_ctx_sum=900)
+        measured = cpu_like_ms(shape) * rng.uniform(0.8, 1.25)
+        x = fit_features(shape)
+        expected = slow.predict_x(x) if slow.covers(x) else None
+        slow.update(x, measured)
+        got = fast.learn(shape_sums(shape), measured)
+        assert got == expected, step
+        inside += got is not None
+        assert fast.state() == slow.state(), step
+    assert 0 < inside < 600
 
 
 def test_json_round_trip_keeps_the_fit_and_the_papers_alp_has_none():

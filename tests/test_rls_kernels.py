@@ -8,7 +8,7 @@ from operator import mul
 
 import pytest
 
-from ppsched.predictor.rls_kernels import anchor_step, rls_step
+from ppsched.predictor.rls_kernels import anchor_step, relative_rls_step, rls_step
 
 
 def loop_rls(p, w, x, err, forgetting, guard):
@@ -71,6 +71,33 @@ def test_kernels_match_the_loops_bit_for_bit(n):
         anchor(p_kern, w_kern, pa_kern, gain, denom)
         assert [v.hex() for v in w_kern] == [v.hex() for v in w_loop], step
         assert [[v.hex() for v in r] for r in p_kern] == [[v.hex() for v in r] for r in p_loop]
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_the_relative_step_matches_the_loops_bit_for_bit(n):
+    """The device fit's step: the row scaled by 1/y, its error against the target, the RLS
+    step unguarded, and whether every diagonal stays in (0, limit)."""
+    rng = random.Random(100 + n)
+    p_loop, w_loop = random_state(rng, n)
+    p_kern = [row[:] for row in p_loop]
+    w_kern = w_loop[:]
+    step = relative_rls_step(n, 1e8)
+    healthy_seen = set()
+    for i in range(300):
+        x = [rng.choice([0.0, 1.0, rng.gauss(0, 2), rng.uniform(0, 1e-3)]) for _ in range(n)]
+        inv_y = 1.0 / (0.1 * rng.uniform(0.5, 80))
+        xs = [v * inv_y for v in x]
+        err = 10.0 - sum(map(mul, w_loop, xs))
+        loop_rls(p_loop, w_loop, xs, err, 0.99, False)
+        healthy = step(p_kern, w_kern, x, inv_y, 10.0, 0.99)
+        assert healthy == all(0.0 < p_loop[j][j] < 1e8 for j in range(n)), i
+        healthy_seen.add(healthy)
+        assert [v.hex() for v in w_kern] == [v.hex() for v in w_loop], i
+        assert [[v.hex() for v in r] for r in p_kern] == [[v.hex() for v in r] for r in p_loop]
+        if not healthy:
+            p_loop, _ = random_state(rng, n)
+            p_kern = [row[:] for row in p_loop]
+    assert True in healthy_seen
 
 
 def test_a_bad_denominator_changes_nothing_when_guarded():

@@ -80,6 +80,42 @@ def test_empty_batch_and_stage_overlap_are_caught(good):
         check_iterations(it)
 
 
+def _message(check, *args) -> str:
+    with pytest.raises(SimInvariantError) as caught:
+        check(*args)
+    return str(caught.value)
+
+
+def test_a_shuffled_frame_is_checked_alike(good):
+    """The engine's frame (microbatch-major) is checked on reshaped columns; the same rows in
+    another order by sorting: both must raise the same error for each broken frame."""
+    _, res = good
+    it = res.iterations
+    assert it["mb"].is_monotonic_increasing  # the ordered path is the one the engine takes
+    shuffled = it.sample(frac=1.0, random_state=0)
+    assert not shuffled["mb"].is_monotonic_increasing
+    check_iterations(shuffled)
+    check_decisions(shuffled, res.decisions)
+    broken = []
+    fifo = it.copy()  # stage 1 starts microbatch 2 before it finished microbatch 1
+    fifo.loc[(fifo["mb"] == 2) & (fifo["stage"] == 1), "start_s"] = \
+        fifo.loc[(fifo["mb"] == 1) & (fifo["stage"] == 1), "start_s"].iloc[0]
+    broken.append(fifo)
+    early = it.copy()  # microbatch 0 enters stage 1 before stage 0 finished it
+    early.loc[(early["mb"] == 0) & (early["stage"] == 1), "start_s"] = \
+        early.loc[(early["mb"] == 0) & (early["stage"] == 0), "start_s"].iloc[0]
+    broken.append(early)
+    messages = [_message(check_iterations, frame) for frame in broken]
+    assert "stage ran two microbatches" in messages[0]
+    assert "before the previous stage finished" in messages[1]
+    for frame, message in zip(broken, messages, strict=True):
+        assert _message(check_iterations, frame.sample(frac=1.0, random_state=1)) == message
+    decisions = [dict(d) for d in res.decisions]
+    next(d for d in decisions if d["type"] == "chunk" and d["mb"] >= 0)["chunk"] = 1
+    assert _message(check_decisions, it, decisions) == \
+        _message(check_decisions, shuffled, decisions)
+
+
 def test_decision_log_mismatch_is_caught(good):
     _, res = good
     decisions = [dict(d) for d in res.decisions]

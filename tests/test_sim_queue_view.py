@@ -40,8 +40,11 @@ def test_view_matches_a_rebuild_after_every_queue_operation(monkeypatch, seed):
         else:  # the head's prefix-cache match changes what it has left to prefill
             head = st.queue[0]
             st.set_remaining(head, rng.randrange(1, head.prefill_len + 1))
+        # the count of views still to build follows every operation
+        assert st.queue_view.unbuilt == sum(v is None for v in st.queue_view.views)
         if rng.random() < 0.5:  # snapshots are taken at some turns only
             got = st.queue_view.get(st)
+            assert st.queue_view.unbuilt == 0
             if st.queue_version != seen_version:
                 want = tuple(r.queued_view() for r in islice(st.queue, 8))
                 assert got == want

@@ -66,7 +66,7 @@ class ChunkSnapshot:
 
     @property
     def max_slot_decode_reqs(self) -> int:
-        return max((s.decode_reqs for s in self.slots), default=0)
+        return max([s.decode_reqs for s in self.slots], default=0)  # a list: no generator
 
 
 @dataclass(frozen=True, slots=True)

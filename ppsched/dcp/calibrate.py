@@ -64,22 +64,30 @@ class TileResidual:
         return self._seen[k] and self._stages - self._last[k] <= self.window
 
     def update(self, shape: BatchShape, predicted_ms: float, measured_ms: float) -> None:
+        """Learn one measured stage (``tile`` and ``measured`` inlined, the state bound once:
+        this runs on every stage measurement)."""
         r = measured_ms - predicted_ms
         w = self.weight
         kind = 1 if shape.prefill else 0
-        t = self.tile(shape.batched_tokens)
-        measured = self.measured(t, bool(kind))
+        top = self._tiles - 1
+        t = -(-(shape.prefill_tokens + shape.decode_count) // TILE)  # a batch's tile
+        if t > top:
+            t = top
         k = t + self._tiles * kind
-        self._stages += 1
+        res, last = self._res, self._last
+        stages = self._stages
+        measured = self._seen[k] and stages - last[k] <= self.window
+        stages += 1
+        self._stages = stages
         if measured:
-            faded = self._res[k] * self.forgetting ** (self._stages - self._last[k])
-            self._res[k] = faded + w * (r - faded)
+            faded = res[k] * self.forgetting ** (stages - last[k])
+            res[k] = faded + w * (r - faded)
         else:
-            self._res[k] = r
+            res[k] = r
         self._seen[k] = True
-        self._last[k] = self._stages
-        self._all[kind] = r if not self._any[kind] else \
-            self._all[kind] + w * (r - self._all[kind])
+        last[k] = stages
+        means = self._all
+        means[kind] = r if not self._any[kind] else means[kind] + w * (r - means[kind])
         self._any[kind] = True
 
     def correct(self, shape: BatchShape, predicted_ms: float) -> float:

@@ -36,16 +36,21 @@ class RoundMeter:
 
     def launch(self, launch: Launch) -> None:
         slot = launch.slot
-        if not 0 <= slot < self.pp:
-            raise ValueError(f"slot={slot}: expected 0..{self.pp - 1}")
-        prev = self._last[slot]
+        pp = self.pp
+        if not 0 <= slot < pp:
+            raise ValueError(f"slot={slot}: expected 0..{pp - 1}")
+        last = self._last
+        prev = last[slot]
+        now = launch.now_s
+        decoded = launch.decode_reqs > 0
+        count = self._count
         # a whole round of a slot decoding at both ends (its decodes waited for it; not an idle
         # gap before new work): exactly pp launches since its previous one
-        if prev is not None and prev[2] and launch.decode_reqs > 0 \
-                and self._count - prev[1] == self.pp and launch.now_s >= prev[0]:
-            self._add(1000.0 * (launch.now_s - prev[0]), launch.now_s)
-        self._last[slot] = (launch.now_s, self._count, launch.decode_reqs > 0)
-        self._count += 1
+        if prev is not None and prev[2] and decoded and count - prev[1] == pp \
+                and now >= prev[0]:
+            self._add(1000.0 * (now - prev[0]), now)
+        last[slot] = (now, count, decoded)
+        self._count = count + 1
 
     def _add(self, round_ms: float, now: float) -> None:
         if self._now is None:

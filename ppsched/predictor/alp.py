@@ -33,9 +33,10 @@ from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
-from ppsched.predictor.device_fit import N_FEATURES, DeviceFit, fit_features_of
+from ppsched.predictor.alp_kernel import alp_step
+from ppsched.predictor.device_fit import N_FEATURES, DeviceFit
 from ppsched.predictor.profile import LinearProfile
-from ppsched.predictor.rls_kernels import anchor_step, rls_step
+from ppsched.predictor.rls_kernels import anchor_step
 
 PREFIX_SCALE = 2.0**21
 EXTEND_SCALE = 2.0**20
@@ -79,9 +80,27 @@ OFFSET_PRIOR_BANDS = 1.0
 # The device fit (device_fit.py) answers once it has been scored on this many batches inside its
 # box -- twice its number of weights -- and only while its prequential error there is below ALP's.
 FIT_MIN_SCORED = 2 * N_FEATURES
-# unrolled update kernels per weight count (module-level: predictors stay picklable)
-_RLS_STEP = {n: rls_step(n) for n in (4, 5)}
+# the reference anchor kernels per weight count (``_anchor``; ``update`` runs the fused step)
 _ANCHOR_STEP = {n: anchor_step(n) for n in (4, 5)}
+
+
+def _anchor_layout(online: bool) -> tuple[tuple[int, float | None, bool], ...]:
+    """The priors ``_anchor`` applies, in its order: (weight, precision (None: 1/init_cov;
+    the bias's two-sided prior: NaN, set from the profile), one-sided)."""
+    n = 5 if online else 4
+    layout = tuple((a, prec, False) for a, prec in ANCHORS if a < n)
+    if online:
+        layout += tuple((a, prec, True) for a, prec in NONNEGATIVE if a < n)
+        layout += ((3, math.nan, False),)
+    return layout
+
+
+# the fused update step per mode (module-level: predictors stay picklable)
+_FUSED_STEP = {online: alp_step(5 if online else 4,
+                                tuple((a, one_sided, a == 4)
+                                      for a, _, one_sided in _anchor_layout(online)),
+                                LINEAR_SCALE, LEVEL_PRIOR_DOF, COV_LIMIT)
+               for online in (False, True)}
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -110,15 +129,15 @@ class ALPredictor:
         self.n = 5 if correct_linear_online else 4
         self._sums_shape: BatchShape | None = None
         self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
+        self._sums_lin = 0.0  # the profile's linear term of that shape
         self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
         self.weights = [0.0] * self.n
         self.cov = self._identity()
-        self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else prec, one_sided)
-                              for group, one_sided in ((ANCHORS, False), (
-                                  NONNEGATIVE if correct_linear_online else (), True))
-                              for a, prec in group if a < self.n)
-        if correct_linear_online:
-            self._anchors += ((3, self._offset_prior_precision(profile), False),)
+        offset = self._offset_prior_precision(profile) if correct_linear_online else math.nan
+        self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else
+                               offset if math.isnan(prec) else prec, one_sided)
+                              for a, prec, one_sided in _anchor_layout(correct_linear_online))
+        self._precisions = tuple(prec for _, prec, _ in self._anchors)
         self.updates = 0
         self.resets = 0
         self.clipped = 0
@@ -186,13 +205,21 @@ class ALPredictor:
 
     def predict_formula(self, shape: BatchShape) -> float:
         """The profile-anchored prediction (the formula in the module docstring)."""
-        return self._formula((self._sums(shape),))[0]
+        _, cross, square, _, decode_ctx, _ = self._sums(shape)
+        lin = self._sums_lin
+        w = self.weights
+        w4 = w[4] if self.n == 5 else 0.0
+        # ``_formula``'s expression for one batch, term for term
+        return (lin + w[0] * cross / PREFIX_SCALE + w[1] * square / EXTEND_SCALE
+                + w[2] * decode_ctx / DECODE_SCALE + w[3] * BIAS
+                + w4 * lin / LINEAR_SCALE) * self.scale
 
     def _sums(self, shape: BatchShape) -> ShapeSums:
-        """``shape_sums``, remembered for the last shape: a controller predicts a measured
-        batch and then learns from the same batch."""
+        """``shape_sums``, remembered for the last shape with its linear term (``_sums_lin``):
+        a controller predicts a measured batch and then learns from the same batch."""
         if shape is not self._sums_shape:
-            self._sums_value = shape_sums(shape)
+            sums = self._sums_value = shape_sums(shape)
+            self._sums_lin = self._linear(sums[0])
             self._sums_shape = shape
         return self._sums_value
 
@@ -237,19 +264,23 @@ class ALPredictor:
         return fitted, True
 
     def update(self, shape: BatchShape, measured_ms: float) -> None:
-        """One RLS step on the residual measured - linear term."""
+        """One RLS step on the residual measured - linear term, then the priors (``_anchor``),
+        fused into one generated step (``alp_kernel``)."""
         if not (math.isfinite(measured_ms) and measured_ms > 0):
             return  # a failed or empty measurement teaches nothing
         sums = self._sums(shape)
-        lin, x = self._x_of(sums, shape.decode_ctx_sum)
-        n = self.n
-        w = self.weights
-        p = self.cov
-        predicted = lin + sum(map(mul, w, x))  # in the profile's units
+        _, cross, square, _, decode_ctx, _ = sums
+        lin = self._sums_lin  # ``_x_of``, inlined: once per stage measurement
+        x = [cross / PREFIX_SCALE, square / EXTEND_SCALE, decode_ctx / DECODE_SCALE, BIAS]
+        if self.correct_linear_online:
+            x.append(lin / LINEAR_SCALE)
+        predicted = lin + sum(map(mul, self.weights, x))  # in the profile's units
         if self.fit is not None:
             self._second_opinion(sums, predicted * self.scale, measured_ms)
-        if self.correct_linear_online and predicted > 0:
-            self._learn_scale(measured_ms / (self.scale * predicted))
+        if self.correct_linear_online and predicted > 0:  # ``_learn_scale``, inlined
+            gain = max(1.0 / (self.scale_updates + 1), 1.0 - self.forgetting)
+            self.scale *= math.exp(gain * math.log(measured_ms / (self.scale * predicted)))
+            self.scale_updates += 1
         measured_ms /= self.scale  # the RLS below works in the profile's units
         err = measured_ms - predicted
         limit = self.residual_clip * measured_ms  # outliers move w by at most 40% of the value
@@ -259,33 +290,27 @@ class ALPredictor:
         elif err < -limit:
             err = -limit
             self.clipped += 1
-        # k = P x / (lambda + x'P x), w += k err, P <- (P - k (Px)^T) / lambda, kept symmetric
-        if not _RLS_STEP[n](p, w, x, err, self.forgetting, True):
+        # k = P x / (lambda + x'P x), w += k err, P <- (P - k (Px)^T) / lambda, kept symmetric;
+        # then every prior's pseudo-observation (``_anchor``) and the health checks
+        status = _FUSED_STEP[self.correct_linear_online](
+            self.cov, self.weights, x, err, self.forgetting, self._precisions, self.scale)
+        if status < 0:
             self._reset()
             return
-        self._anchor()
         self.updates += 1
-        # a diagonal in (0, COV_LIMIT) is finite: NaN and infinities fail the comparisons
-        for i in range(n):
-            if not 0.0 < p[i][i] < COV_LIMIT:
-                self._reset()
-                return
-        if not all(map(math.isfinite, w)):
+        if status == 0:  # a diagonal out of (0, COV_LIMIT) (NaN fails too) or a weight not finite
             self._reset()
 
     def _second_opinion(self, sums: ShapeSums, alp_ms: float, measured_ms: float) -> None:
         """Score ALP and the device fit on this batch if it lies in the fit's box (running
         means, gain 1/k then the forgetting window), then teach the fit; choose the fit for
         batches in its box while it is the better of the two."""
-        fit = self.fit
-        x = fit_features_of(sums)
-        if fit.covers(x):  # type: ignore[union-attr]
-            fitted = fit.predict_x(x)  # type: ignore[union-attr]
+        fitted = self.fit.learn(sums, measured_ms)  # type: ignore[union-attr]
+        if fitted is not None:  # inside the box: scored with the fit before it learned
             gain = max(1.0 / (self.scored + 1), 1.0 - self.forgetting)
             self.alp_ape += gain * (abs(alp_ms - measured_ms) / measured_ms - self.alp_ape)
             self.fit_ape += gain * (abs(fitted - measured_ms) / measured_ms - self.fit_ape)
             self.scored += 1
-        fit.update(x, measured_ms)  # type: ignore[union-attr]
         self.use_fit = self.scored >= FIT_MIN_SCORED and self.fit_ape < self.alp_ape
 
     def _learn_scale(self, ratio: float) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
-from ppsched.predictor.rls_kernels import rls_step
+from ppsched.predictor.rls_kernels import relative_rls_step
 
 TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
 PREFIX_SCALE = 2.0**21  # as ALP's attention features
@@ -57,7 +57,7 @@ def fit_features_of(sums: ShapeSums) -> list[float]:
 # on six live CPU logs (bench/predictor.md) ALP's MAPE with the fit at 0.9975 / 0.99 / 0.98 read
 # a mean 15.1 / 14.5 / 14.2%; 0.98 would leave ~7 samples per weight.
 FIT_FORGETTING = 0.99
-_RLS_STEP = rls_step(N_FEATURES)
+_RLS_STEP = relative_rls_step(N_FEATURES, COV_LIMIT)
 
 
 class DeviceFit:
@@ -107,8 +107,30 @@ class DeviceFit:
     def predict_x(self, x: Sequence[float]) -> float:
         return sum(map(mul, self.weights, x))
 
-    def update(self, x: list[float], measured_ms: float) -> None:
-        """One RLS step (``x``: ``fit_features`` of the batch; ``measured_ms`` > 0, finite).
+    def learn(self, sums: ShapeSums, measured_ms: float) -> float | None:
+        """The fit's prediction for a measured batch (``sums``: ``shape_sums``) if it lies in
+        the box, None outside it -- both before learning the batch -- then ``update``. One call
+        per stage measurement: ``fit_features_of``, ``covers`` and ``predict_x`` written out."""
+        tokens, cross, square, pieces, decode_ctx, decodes = sums
+        x1 = tokens / TOKEN_SCALE
+        x2 = float(pieces)
+        x3 = decode_ctx / DECODE_CTX_SCALE
+        x4 = cross / PREFIX_SCALE
+        x5 = square / EXTEND_SCALE
+        x6 = decodes / DECODE_COUNT_SCALE
+        x = [1.0, x1, x2, x3, x4, x5, x6]
+        low, high = self.low, self.high
+        inside = (low[0] <= 1.0 <= high[0] and low[1] <= x1 <= high[1]
+                  and low[2] <= x2 <= high[2] and low[3] <= x3 <= high[3]
+                  and low[4] <= x4 <= high[4] and low[5] <= x5 <= high[5]
+                  and low[6] <= x6 <= high[6])
+        fitted = sum(map(mul, self.weights, x)) if inside else None
+        self.update(x, measured_ms, inside)
+        return fitted
+
+    def update(self, x: list[float], measured_ms: float, inside: bool | None = None) -> None:
+        """One RLS step (``x``: ``fit_features`` of the batch; ``measured_ms`` > 0, finite;
+        ``inside``: ``covers(x)`` if the caller has just asked it, else None).
 
         Least squares in relative error: the row is divided by the measured time, so a 4 ms
         decode's 10% miss weighs what a 12 ms prefill's does. A stage's jitter grows with its
@@ -121,13 +143,12 @@ class DeviceFit:
         (tests/test_predictor_device_fit.py). In units of ``RELATIVE_NOISE`` the prior keeps
         its old weight: in units of the whole stage it outweighed the data (a noiseless
         CPU-like device was still 3.7% off after 200 stages)."""
-        p = self.cov
-        w = self.weights
-        inv_y = 1.0 / (RELATIVE_NOISE * measured_ms)
-        xs = [v * inv_y for v in x]
-        err = 1.0 / RELATIVE_NOISE - sum(map(mul, w, xs))
-        _RLS_STEP(p, w, xs, err, self.forgetting, False)  # k = P xs / (lambda + xs'P xs) ...
-        if not self.covers(x):  # widen the box (most batches already lie inside it)
+        # xs = x / (RELATIVE_NOISE measured), err = 1 / RELATIVE_NOISE - w . xs,
+        # k = P xs / (lambda + xs'P xs), w += k err, P = (P - k (P xs)^T) / lambda
+        healthy = _RLS_STEP(self.cov, self.weights, x, 1.0 / (RELATIVE_NOISE * measured_ms),
+                            1.0 / RELATIVE_NOISE, self.forgetting)
+        if not (self.covers(x) if inside is None else inside):  # widen the box (most batches
+            # already lie inside it)
             low, high = self.low, self.high
             for i, v in enumerate(x):
                 if v < low[i]:
@@ -135,10 +156,7 @@ class DeviceFit:
                 if v > high[i]:
                     high[i] = v
         self.updates += 1
-        if not (0.0 < p[0][0] < COV_LIMIT and 0.0 < p[1][1] < COV_LIMIT
-                and 0.0 < p[2][2] < COV_LIMIT and 0.0 < p[3][3] < COV_LIMIT
-                and 0.0 < p[4][4] < COV_LIMIT and 0.0 < p[5][5] < COV_LIMIT
-                and 0.0 < p[6][6] < COV_LIMIT):  # every diagonal, written out
+        if not healthy:  # a diagonal of the new P outside (0, COV_LIMIT)
             self.cov = self._prior()  # keep the weights, forget their certainty
             self.resets += 1
 

@@ -20,6 +20,8 @@ from functools import cache
 
 RlsStep = Callable[[list[list[float]], list[float], list[float], float, float, bool], bool]
 AnchorStep = Callable[[list[list[float]], list[float], list[float], float, float], None]
+RelativeRlsStep = Callable[[list[list[float]], list[float], list[float], float, float, float],
+                           bool]
 
 
 def _dot(row: str, vec: str, n: int) -> str:
@@ -73,5 +75,28 @@ def anchor_step(n: int) -> AnchorStep:
         lines += [f"    v{i}_{j} = r{i}_{j} - k{i} * a{j}" for j in range(i, n)]
     lines += _store(n)
     namespace: dict = {}
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
+    return namespace["step"]
+
+
+@cache
+def relative_rls_step(n: int, cov_limit: float) -> RelativeRlsStep:
+    """``step(p, w, x, inv_y, target, forgetting)``: the device fit's step in relative error
+    (``DeviceFit.update``): xs = x inv_y, err = target - w . xs, then ``rls_step``'s update with
+    xs, unguarded. Returns whether every diagonal of the new P lies in (0, cov_limit)."""
+    lines = ["def step(p, w, x, inv_y, target, forgetting):",
+             f"    {', '.join(f'y{j}' for j in range(n))}{',' if n == 1 else ''} = x",
+             *(f"    x{j} = y{j} * inv_y" for j in range(n)),
+             "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
+             *_rows(n)]
+    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
+    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
+              "    inv_lambda = 1.0 / forgetting"]
+    for i in range(n):
+        lines += [f"    k{i} = px{i} / denom", f"    w[{i}] += k{i} * err"]
+        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    lines += _store(n)
+    lines += ["    return " + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))]
+    namespace: dict = {"COV_LIMIT": cov_limit}
     exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
     return namespace["step"]

@@ -88,6 +88,22 @@ def check_engine(stats: RunStats) -> None:
                                 f"> bound {bound}")
 
 
+def _mb_major(it: pd.DataFrame) -> tuple[int, int] | None:
+    """(microbatches, stages) when the rows are microbatch 0..n-1 each over stages 0..s-1 in
+    that order (the engine's log frame), so per-stage and per-microbatch views are reshapes;
+    None otherwise (the checks then sort)."""
+    mb, stage = it["mb"].to_numpy(), it["stage"].to_numpy()
+    if not mb.size:
+        return None
+    stages = int(stage.max()) + 1
+    n = mb.size // stages
+    if n * stages != mb.size or not (
+            np.array_equal(stage, np.tile(np.arange(stages), n))
+            and np.array_equal(mb, np.repeat(np.arange(n), stages))):
+        return None
+    return n, stages
+
+
 def check_iterations(it: pd.DataFrame) -> None:
     if it.empty:
         return
@@ -97,6 +113,22 @@ def check_iterations(it: pd.DataFrame) -> None:
     start, end = it["start_s"].to_numpy(), it["end_s"].to_numpy()
     if np.any(end < start):
         _fail("stage run ends before it starts", it["mb"].to_numpy()[end < start])
+    order = _mb_major(it)
+    if order is not None:  # the same checks on reshaped columns, no sort
+        n, stages = order
+        starts, ends = start.reshape(n, stages), end.reshape(n, stages)
+        for stage in range(stages):  # each stage serves microbatches FIFO
+            overlap = starts[1:, stage] < ends[:-1, stage] - _EPS
+            if overlap.any():
+                _fail("a stage ran two microbatches at once or out of order",
+                      np.arange(1, n)[overlap])
+        mb = it["mb"].to_numpy()
+        same = mb[1:] == mb[:-1]
+        early = same & (start[1:] < end[:-1] - _EPS)
+        if early.any():
+            _fail("a microbatch entered a stage before the previous stage finished it",
+                  mb[1:][early])
+        return
     for _, rows in it.groupby("stage", sort=False):  # each stage serves microbatches FIFO
         rows = rows.sort_values("mb")
         s, e = rows["start_s"].to_numpy(), rows["end_s"].to_numpy()
@@ -113,14 +145,22 @@ def check_iterations(it: pd.DataFrame) -> None:
 
 
 def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
-    stage0 = it[it["stage"] == 0].sort_values("mb")
-    mbs = stage0["mb"].to_numpy()
+    order = _mb_major(it)
+    if order is not None:  # stage 0's rows, in microbatch order: every stages-th row
+        step = order[1]
+        stage0 = {col: it[col].to_numpy()[::step]
+                  for col in ("mb", "chunk", "prefill_tokens", "decode_reqs")}
+    else:
+        rows = it[it["stage"] == 0].sort_values("mb")
+        stage0 = {col: rows[col].to_numpy()
+                  for col in ("mb", "chunk", "prefill_tokens", "decode_reqs")}
+    mbs = stage0["mb"]
     if mbs.size and not np.array_equal(mbs, np.arange(mbs.size)):
         raise SimInvariantError("microbatch ids are not 0..n-1 on stage 0")
-    chunk_col = stage0["chunk"].to_numpy()
-    used = stage0["prefill_tokens"].to_numpy() + stage0["decode_reqs"].to_numpy()
-    prefill = stage0["prefill_tokens"].to_numpy()
-    decode_reqs = stage0["decode_reqs"].to_numpy()
+    chunk_col = stage0["chunk"]
+    used = stage0["prefill_tokens"] + stage0["decode_reqs"]
+    prefill = stage0["prefill_tokens"]
+    decode_reqs = stage0["decode_reqs"]
     chunk = [d for d in decisions if d["type"] == "chunk" and d["mb"] >= 0]
     c_mb = np.fromiter((d["mb"] for d in chunk), np.int64, len(chunk))
     c_val = np.fromiter((d["chunk"] for d in chunk), np.int64, len(chunk))

@@ -206,15 +206,22 @@ class CostModel:
         """``stage_ms`` of every stage in stage order, the same values and the same noise draws:
         the per-layer part (attention, linear layers, their noise) is one computation shared by
         the stages, which differ only in layer count, embedding and head."""
-        if shape.decode_count == 0 and not shape.prefill:
+        pre = shape.prefill
+        dc = shape.decode_count
+        if dc == 0 and not pre:
             return [0.0] * self.pp_size
-        rows, graph = self._decode_rows(shape)
+        graphs = self.graphs
+        if not pre and graphs.is_graph(dc):  # ``_decode_rows``, inlined
+            rows, graph = graphs.padded(dc), True
+        else:
+            rows, graph = dc, False
         tokens, per_layer, per_layer_sd = self._layers_part(shape, rows)
         noise = self.noise
         tp = self.tp_size > 1
         last = self._last
         launch_ms = self._launch_ms
         z, zi = self._z, self._zi
+        nz = len(z)
         out = []
         for stage, layers in enumerate(self.layers_per_stage):
             ms = per_layer * layers
@@ -226,7 +233,7 @@ class CostModel:
                 if tp:
                     ms += self._link.all_reduce_ms(tokens * self._hidden_bytes, self.tp_size)
             if stage == last:
-                key = (tokens, rows + len(shape.prefill))
+                key = (tokens, rows + len(pre))
                 head_part = self._head_cache.get(key)
                 if head_part is None:  # noiseless and a function of the key alone
                     head_part = self._head_cache[key] = self._head_ms(*key)
@@ -235,13 +242,14 @@ class CostModel:
             if not graph and ms < launch_ms[stage]:
                 ms = launch_ms[stage]
             if noise and sd > 0.0:  # ``_draw`` inlined (one draw per stage)
-                if zi < len(z):
+                if zi < nz:
                     ms += sd * z[zi]
                     zi += 1
                 else:
                     self._zi = zi
                     ms += sd * self._draw()
                     z, zi = self._z, self._zi
+                    nz = len(z)
             out.append(ms)
         self._zi = zi
         return out

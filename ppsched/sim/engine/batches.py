@@ -60,10 +60,10 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     feed.flush(now, st.recent_stage)
     decision = feed.fixed_decision or feed.controller.decide(chunk_snapshot(st, slot, now))
     chunk = min(decision.chunk_tokens, limits.max_chunk_tokens)
+    inputs, regime = feed.log_fields(decision)
     entry = {"type": "chunk", "time_s": now, "slot": slot, "iteration": st.mb_count,
              "chunk": chunk, "requested_chunk": decision.chunk_tokens, "reason": decision.reason,
-             "inputs": dict(decision.inputs), "predicted_ms": decision.predicted_stage_ms,
-             **decision.regime_fields(), "mb": -1}
+             "inputs": inputs, "predicted_ms": decision.predicted_stage_ms, **regime, "mb": -1}
     log.decisions.append(entry)
     members = st.members[slot]
     # --mixed-chunk: the slot's decodes ride along and spend chunk budget (one token each).

@@ -15,7 +15,7 @@ class PolicyFeed:
     stage-0 measurements waiting until simulated time reaches their end."""
 
     __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "_launched",
-                 "pending", "fixed_decision")
+                 "pending", "fixed_decision", "_logged")
 
     def __init__(self, controller: ChunkController, trimmer: DecodeTrimmer | None,
                  admission: AdmissionGate | None) -> None:
@@ -27,6 +27,18 @@ class PolicyFeed:
         # a controller that decides the same whatever it sees: no snapshot is built for it
         self.fixed_decision: ChunkDecision | None = getattr(controller, "fixed_decision", None)
         self.pending: deque[tuple[float, StageMeasurement]] = deque()
+        # the last decision logged and its log fields: a controller holding its choice (or a
+        # fixed one) returns the same decision object build after build
+        self._logged: tuple[ChunkDecision | None, dict, dict] = (None, {}, {})
+
+    def log_fields(self, decision: ChunkDecision) -> tuple[dict, dict]:
+        """The decision log's ``inputs`` (a fresh dict per entry) and regime fields of
+        ``decision`` (frozen: the same object logs the same fields)."""
+        last, inputs, regime = self._logged
+        if decision is not last:
+            inputs, regime = dict(decision.inputs), decision.regime_fields()
+            self._logged = (decision, inputs, regime)
+        return inputs.copy(), regime
 
     def measured(self, measurement: StageMeasurement) -> None:
         """A stage-0 run was placed; policies may see it once ``now`` reaches its end."""

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ppsched.sim.engine.state import Launched
-from ppsched.sim.engine.timing import StageRun
+from ppsched.sim.engine.timing import STAGE_VALUES
 
 COLUMNS = ("mb", "slot", "stage", "start_s", "end_s", "prefill_tokens", "prefix_tokens",
            "decode_reqs", "decode_ctx_sum", "chunk", "idle_before_s", "predicted_ms",
@@ -28,9 +28,11 @@ class RunLog:
         self.stage_values = array("d")  # per stage run: start, end, idle before, measured ms
         self.decisions: list[dict] = []
 
-    def add_batch(self, mb: int, batch: Launched, runs: list[StageRun]) -> None:
-        if mb != len(self.batches) or len(runs) != self.stages:
-            raise ValueError(f"microbatch {mb} logged out of order or with {len(runs)} stages")
+    def add_batch(self, mb: int, batch: Launched, runs: list[float]) -> None:
+        """``runs``: ``Pipeline.run``'s flat stage values (``STAGE_VALUES`` per stage)."""
+        if mb != len(self.batches) or len(runs) != STAGE_VALUES * self.stages:
+            raise ValueError(f"microbatch {mb} logged out of order or with "
+                             f"{len(runs) / STAGE_VALUES:g} stages")
         if batch.decision is not None:
             batch.decision["mb"] = mb
         if batch.trim is not None:
@@ -41,23 +43,21 @@ class RunLog:
                              sum(p for p, _ in prefill) if prefill else 0,
                              shape.decode_count, shape.decode_ctx_sum, batch.chunk,
                              batch.predicted_ms, shape.kind))
-        self.stage_values.extend([v for run in runs for v in run[1:]])
+        self.stage_values.extend(runs)
 
     def frame(self) -> pd.DataFrame:
         n, stages = len(self.batches), self.stages
-        per_mb = pd.DataFrame.from_records(self.batches, columns=list(_MB_COLUMNS),
-                                           nrows=n) if n else pd.DataFrame(columns=_MB_COLUMNS)
-        values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(-1, 4) \
-            if n else np.empty((0, 4))
+        # one tuple per column (a transpose in C), each straight into its numpy array
+        per_mb = dict(zip(_MB_COLUMNS, zip(*self.batches, strict=True), strict=True)) if n \
+            else dict.fromkeys(_MB_COLUMNS, ())
+        values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(-1, STAGE_VALUES) \
+            if n else np.empty((0, STAGE_VALUES))
         out = {"mb": np.repeat(np.arange(n, dtype=np.int64), stages),
                "stage": np.tile(np.arange(stages, dtype=np.int64), n),
                "start_s": values[:, 0], "end_s": values[:, 1], "idle_before_s": values[:, 2],
                "measured_ms": values[:, 3]}
         for col in _MB_COLUMNS:
-            column = per_mb[col].to_numpy()
-            if col not in ("predicted_ms", "kind"):
-                column = column.astype(np.int64)
-            elif col == "predicted_ms":
-                column = column.astype(np.float64)
-            out[col] = np.repeat(column, stages)
+            dtype = object if col == "kind" else np.float64 if col == "predicted_ms" \
+                else np.int64
+            out[col] = np.repeat(np.array(per_mb[col], dtype=dtype), stages)
         return pd.DataFrame({col: out[col] for col in COLUMNS})

@@ -97,6 +97,7 @@ class Engine:
         if req.generated == 0:
             req.first_s = now
             st.recent_ttft.append(1000.0 * (now - req.arrival_s))
+            st.recent_samples += 1
         req.generated += 1
         req.last_s = now
         st.rem_output -= 1
@@ -111,6 +112,7 @@ class Engine:
         req.finish_s = now
         if req.output >= 2:
             st.recent_tpot.append(req.tpot_ms())
+            st.recent_samples += 1
         st.kv.release(req, now)
         st.active -= 1
         self.in_system -= 1
@@ -140,12 +142,14 @@ class Engine:
                         finished.append(req)
             st.rem_output -= len(decodes)
             if finished is not None:
+                freed = 0  # the finished requests' context, out of the slot's sum
                 for req in finished:
+                    freed += req.kv
                     self.retire(req, now)
                 kept = [r for r in members if r.generated < r.output]
                 st.decoding -= len(members) - len(kept)
                 st.members[slot] = members = kept
-                st.slot_ctx[slot] = sum(r.kv for r in kept)
+                st.slot_ctx[slot] -= freed  # a running total (``finish`` checks it)
         for piece in batch.prefill:
             if not piece.completes:
                 continue
@@ -165,9 +169,9 @@ class Engine:
         runs, return_s = self.pipe.run(launch_s, shape)
         batch.return_s = return_s
         self.inflight[batch.slot] = batch
-        stage0 = runs[0]
         self.feed.launched(launch_s, batch.slot, shape)
-        self.feed.measured(StageMeasurement(stage0[2], batch.slot, 0, shape, stage0[4]))
+        # stage 0's run: runs[1] its end, runs[3] its measured ms (``Pipeline.run``'s layout)
+        self.feed.measured(StageMeasurement(runs[1], batch.slot, 0, shape, runs[3]))
         self.log.add_batch(self.st.mb_count, batch, runs)
         self.st.mb_count += 1
         return launch_s
@@ -267,6 +271,12 @@ class Engine:
             raise SimInvariantError(
                 f"engine stuck at t={self.now:.3f}s: {len(st.queue)} queued, "
                 f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
+        # the slots' running context sums held: at the end (nothing in flight) each equals its
+        # decode set's KV (0 once every request finished); a drift would never cancel out
+        for slot, members in enumerate(st.members):
+            if not self.stopped and st.slot_ctx[slot] != sum(r.kv for r in members):
+                raise SimInvariantError(f"slot {slot}: context sum {st.slot_ctx[slot]} != its "
+                                        f"decode set's KV {sum(r.kv for r in members)}")
         self.feed.flush(float("inf"), st.recent_stage)
         self.end_s = self.now
 

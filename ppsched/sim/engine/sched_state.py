@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ppsched.core.errors import UserError
-from ppsched.core.snapshots import QueuedRequest
+from ppsched.core.snapshots import QueuedRequest, SlotLoad
 from ppsched.sim.engine.kv import KvPool
 from ppsched.sim.engine.state import Req
 
@@ -35,38 +35,48 @@ class QueueView:
     request's view changes only when its remaining tokens do (``set_remaining``), which
     re-enters it. The tuple is rebuilt only when the scheduler's queue version moved."""
 
-    __slots__ = ("version", "view", "reqs", "views")
+    __slots__ = ("version", "view", "reqs", "views", "unbuilt")
 
     def __init__(self) -> None:
         self.version = -1
         self.view: tuple[QueuedRequest, ...] = ()
         self.reqs: deque[Req] = deque()  # the window's requests, queue order
         self.views: deque[QueuedRequest | None] = deque()  # None: not built since it came in
+        # how many of ``views`` are None: ``get`` scans the window for them only while some
+        # are left after building both ends (``None in views`` would call every view's __eq__)
+        self.unbuilt = 0
 
     def pushed_back(self, req: Req) -> None:
         if len(self.reqs) < QUEUE_VIEW:
             self.reqs.append(req)
             self.views.append(None)
+            self.unbuilt += 1
 
     def popped_front(self, queue: deque[Req]) -> None:
         self.reqs.popleft()
-        self.views.popleft()
+        if self.views.popleft() is None:
+            self.unbuilt -= 1
         if len(queue) >= QUEUE_VIEW:  # the next request slides into the window
             req = queue[QUEUE_VIEW - 1]
             self.reqs.append(req)
             self.views.append(None)
+            self.unbuilt += 1
 
     def pushed_front(self, req: Req) -> None:
         self.reqs.appendleft(req)
         self.views.appendleft(None)
+        self.unbuilt += 1
         if len(self.reqs) > QUEUE_VIEW:
             self.reqs.pop()
-            self.views.pop()
+            if self.views.pop() is None:
+                self.unbuilt -= 1
 
     def changed(self, req: Req) -> None:
         for i, queued in enumerate(self.reqs):
             if queued is req:
-                self.views[i] = None
+                if self.views[i] is not None:
+                    self.views[i] = None
+                    self.unbuilt += 1
                 return
 
     def get(self, st: SchedState) -> tuple[QueuedRequest, ...]:
@@ -82,10 +92,12 @@ class QueueView:
             while back > front and views[back] is None:
                 views[back] = reqs[back].queued_view()
                 back -= 1
-            if None in views:
+            self.unbuilt -= front + (n - 1 - back)
+            if self.unbuilt:
                 for i, req in enumerate(reqs):
                     if views[i] is None:
                         views[i] = req.queued_view()
+                self.unbuilt = 0
             self.view = tuple(views)  # type: ignore[arg-type]
             self.version = st.queue_version
         return self.view
@@ -119,7 +131,8 @@ class SchedState:
     __slots__ = ("limits", "kv", "queue", "queued_tokens", "queue_version", "queue_view",
                  "chunked", "members", "slot_ctx", "decoding", "active", "rem_output",
                  "new_token_ratio", "mb_count", "arrived", "arrived_tokens", "recent_ttft",
-                 "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak")
+                 "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak",
+                 "slot_loads", "slot_loads_view", "recent_samples", "recent_view")
 
     def __init__(self, limits: EngineLimits, capacity: int) -> None:
         self.limits = limits
@@ -131,6 +144,9 @@ class SchedState:
         self.chunked: Req | None = None
         self.members: list[list[Req]] = [[] for _ in range(limits.slots)]  # decode set per slot
         self.slot_ctx = [0] * limits.slots  # KV tokens of each slot's decode set
+        # the snapshots' per-slot loads, refreshed where a slot moved (``views``)
+        self.slot_loads = [SlotLoad(s, 0, 0) for s in range(limits.slots)]
+        self.slot_loads_view: tuple[SlotLoad, ...] | None = None
         self.decoding = 0  # requests in any decode set
         self.active = 0  # admitted, not finished, not retracted (SGLang's running count)
         self.rem_output = 0  # output tokens still to come from the active requests
@@ -141,6 +157,10 @@ class SchedState:
         self.recent_ttft: deque[float] = deque(maxlen=RECENT)
         self.recent_tpot: deque[float] = deque(maxlen=RECENT)
         self.recent_stage: deque[float] = deque(maxlen=RECENT)
+        # TTFT and TPOT samples appended so far, and the snapshots' tuples of both windows as
+        # of a sample count (``views``): rebuilt only after a first token or a finish
+        self.recent_samples = 0
+        self.recent_view: tuple[int, tuple[float, ...], tuple[float, ...]] = (-1, (), ())
         self.retractions = 0
         self.ds_holds = 0
         self.max_held_streak = 0

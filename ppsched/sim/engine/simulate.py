@@ -19,6 +19,7 @@ from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
 from ppsched.metrics.early_stop import LateCount, StopRule
 from ppsched.sim.engine.feed import PolicyFeed
+from ppsched.sim.engine.gc_pause import collector_paused
 from ppsched.sim.engine.loop import Engine
 from ppsched.sim.engine.result import SimResult, engine_summary
 from ppsched.sim.engine.sched_state import EngineLimits
@@ -143,10 +144,12 @@ def simulate(config: SimConfig, workload: HasRequests, *,
     (then the requests it did not finish are recorded unfinished; summary ``stopped_early``)."""
     built = build_engine(config, workload.requests, cost_model=cost_model)
     count = stop.counter([s.arrival_s for s in workload.requests]) if stop else None
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    built.engine.run(tuple(workload.requests), count)
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    return engine_result(built, config, workload.requests, wall_s=wall, cpu_s=cpu, count=count)
+    with collector_paused():
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        built.engine.run(tuple(workload.requests), count)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        return engine_result(built, config, workload.requests, wall_s=wall, cpu_s=cpu,
+                             count=count)
 
 
 def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[RequestSpec], *,

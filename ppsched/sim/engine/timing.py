@@ -28,9 +28,10 @@ class CostModel(Protocol):
     def cpu_overhead_ms(self, shape: BatchShape) -> float: ...
 
 
-# (stage, start_s, end_s, idle_before_s, measured_ms); idle_before_s is this stage's gap since its
-# previous microbatch. Plain tuples: one per stage and microbatch, on the hot path.
-StageRun = tuple[int, float, float, float, float]
+# Per stage run, four floats: start_s, end_s, idle_before_s (this stage's gap since its previous
+# microbatch), measured_ms; a microbatch's runs are one flat list in stage order, the run log's
+# own layout (no tuple per stage on the hot path).
+STAGE_VALUES = 4
 
 
 class Pipeline:
@@ -61,9 +62,10 @@ class Pipeline:
             return self._stage_times(shape)
         return [cost.stage_ms(stage, shape) for stage in range(self.stages)]
 
-    def run(self, launch_s: float, shape: BatchShape) -> tuple[list[StageRun], float]:
-        """Place a microbatch launched at ``launch_s``; return its stage runs and result time."""
-        runs: list[StageRun] = []
+    def run(self, launch_s: float, shape: BatchShape) -> tuple[list[float], float]:
+        """Place a microbatch launched at ``launch_s``; return its stage runs (``STAGE_VALUES``
+        floats per stage, in stage order) and its result time."""
+        values: list[float] = []
         ready = launch_s
         link_s = 0.0 if self.tp else self.cost.link_ms(shape) / 1000.0
         free_at, started, busy_s = self.free_at, self.started, self.busy_s
@@ -76,7 +78,7 @@ class Pipeline:
             free_at[stage] = end
             started[stage] = True
             busy_s[stage] += end - start
-            runs.append((stage, start, end, idle, ms))
+            values += (start, end, idle, ms)
             ready = end + link_s
             stage += 1
-        return runs, end + self.return_s
+        return values, end + self.return_s

@@ -6,9 +6,34 @@ from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, SlotLoad
 from ppsched.sim.engine.sched_state import SchedState
 
 
+def _slot_loads(st: SchedState) -> tuple[SlotLoad, ...]:
+    """Every slot's load; a slot's ``SlotLoad`` is rebuilt only when its decode count or
+    context sum moved since the last snapshot (between two prefill builds most slots' did not)."""
+    loads = st.slot_loads
+    members, ctx = st.members, st.slot_ctx
+    changed = False
+    for s, load in enumerate(loads):
+        count = len(members[s])
+        if load.decode_reqs != count or load.decode_ctx_sum != ctx[s]:
+            loads[s] = SlotLoad(s, count, ctx[s])
+            changed = True
+    if changed or st.slot_loads_view is None:
+        st.slot_loads_view = tuple(loads)
+    return st.slot_loads_view
+
+
+def _recent(st: SchedState) -> tuple[int, tuple[float, ...], tuple[float, ...]]:
+    """(sample count, recent TTFTs, recent TPOTs), the tuples rebuilt only when a sample came."""
+    view = st.recent_view
+    if view[0] != st.recent_samples:
+        view = st.recent_view = (st.recent_samples, tuple(st.recent_ttft), tuple(st.recent_tpot))
+    return view
+
+
 def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
     chunked = st.chunked.queued_view() if st.chunked is not None else None
     slots = st.limits.slots
+    _, recent_ttft, recent_tpot = _recent(st)
     return ChunkSnapshot(
         now_s=now,
         iteration=st.mb_count,
@@ -18,11 +43,11 @@ def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
         queued_requests=len(st.queue) + (chunked is not None),
         queued_prompt_tokens=st.queued_tokens,
         chunked=chunked,
-        slots=tuple(SlotLoad(s, len(st.members[s]), st.slot_ctx[s]) for s in range(slots)),
+        slots=_slot_loads(st),
         kv_free_tokens=st.kv.free(),
         kv_total_tokens=st.kv.capacity,
-        recent_ttft_ms=tuple(st.recent_ttft),
-        recent_tpot_ms=tuple(st.recent_tpot),
+        recent_ttft_ms=recent_ttft,
+        recent_tpot_ms=recent_tpot,
         recent_stage_ms=tuple(st.recent_stage),
         arrived_requests_total=st.arrived,
         arrived_prompt_tokens_total=st.arrived_tokens,
@@ -44,5 +69,5 @@ def decode_snapshot(st: SchedState, slot: int, now: float) -> DecodeSnapshot:
         kv_total_tokens=st.kv.capacity,
         queued_requests=len(st.queue) + (st.chunked is not None),
         queued_prompt_tokens=st.queued_tokens,
-        recent_tpot_ms=tuple(st.recent_tpot),
+        recent_tpot_ms=_recent(st)[2],
     )

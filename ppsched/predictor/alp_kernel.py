@@ -1,0 +1,94 @@
+"""ALP's whole learning step as one generated function: the RLS step, the priors, the checks.
+
+``ALPredictor.update`` runs once per stage measurement. Written as the RLS kernel, then one
+anchor kernel per prior (``ALPredictor._anchor``), each unpacking and storing the covariance
+again, it costs ~9 us; here the covariance stays in local variables from the RLS step through
+every prior to the health checks and is stored once. The source is generated per layout of
+priors and performs exactly the operations of ``rls_kernels.rls_step`` followed by
+``ALPredictor._anchor`` in their order (the same sums from 0, left to right; every product,
+quotient and difference as they form it), so the state it leaves is bit-identical to theirs
+(tests/test_alp_fast_update.py compares them step by step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cache
+
+# (weight index, one-sided: anchored only while the weight is negative, the level prior: its
+# mean and precision follow the device scale and it has Student-t tails)
+AnchorLayout = tuple[tuple[int, bool, bool], ...]
+# step(p, w, x, err, forgetting, precisions, scale) -> -1: the RLS denominator is not finite
+# and > 0, nothing changed; 1: learned, healthy; 0: learned, the covariance or the weights
+# need a reset
+AlpStep = Callable[[list[list[float]], list[float], list[float], float, float,
+                    tuple[float, ...], float], int]
+
+
+def _names(prefix: str, n: int) -> str:
+    return ", ".join(f"{prefix}{j}" for j in range(n)) + ("," if n == 1 else "")
+
+
+def _dot(row: str, vec: str, n: int) -> str:
+    """sum(map(mul, row, vec)) as sum() forms it: from 0, left to right."""
+    return "0.0 + " + " + ".join(f"{row}{j} * {vec}{j}" for j in range(n))
+
+
+def _v(i: int, j: int) -> str:
+    """The covariance entry (i, j), read from the upper triangle as the kernels keep it."""
+    return f"v{min(i, j)}_{max(i, j)}"
+
+
+@cache
+def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float,
+             cov_limit: float) -> AlpStep:
+    """The fused step for ``n`` weights and the priors in ``layout`` (in ``_anchor``'s order;
+    ``precisions`` holds each one's base precision in the same order)."""
+    lines = ["def step(p, w, x, err, forgetting, precisions, scale):",
+             f"    {_names('x', n)} = x",
+             f"    {_names('w', n)} = w",
+             f"    {_names('r', n)} = p",
+             *(f"    {', '.join(f'r{i}_{j}' for j in range(n))}{',' if n == 1 else ''} = r{i}"
+               for i in range(n))]
+    # rls_step: px = P x, denom = forgetting + x . px, k = px / denom, w += k err,
+    # P = (P - k px^T) / forgetting
+    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
+    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
+              "    if not (denom > 0 and isfinite(denom)):",
+              "        return -1",
+              "    inv_lambda = 1.0 / forgetting"]
+    for i in range(n):
+        lines += [f"    k{i} = px{i} / denom", f"    w{i} += k{i} * err"]
+        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    # _anchor: one pseudo-observation per prior, P -= (pa / denom) pa^T, w += pa gain
+    lines += ["    forgotten = 1.0 - forgetting",
+              "    if forgotten > 0.0:"]
+    for m, (a, one_sided, level) in enumerate(layout):
+        ind = "        "
+        if one_sided:  # anchored unless the weight is >= 0 (a NaN weight is anchored)
+            lines.append(f"{ind}if not w{a} >= 0.0:")
+            ind += "    "
+        lines += [f"{ind}{', '.join(f'a{j}' for j in range(n))}{',' if n == 1 else ''} = "
+                  f"{', '.join(_v(a, j) for j in range(n))}{',' if n == 1 else ''}",
+                  f"{ind}precision = precisions[{m}]",
+                  f"{ind}prior = 0.0"]
+        if level:
+            lines += [f"{ind}prior = (1.0 / scale - 1.0) * LINEAR_SCALE",
+                      f"{ind}precision /= scale * scale",
+                      f"{ind}z2 = (w{a} - prior) ** 2 * precision",
+                      f"{ind}precision *= (LEVEL_DOF + 1.0) / (LEVEL_DOF + z2)"]
+        lines += [f"{ind}denom = 1.0 / (forgotten * precision) + a{a}",
+                  f"{ind}gain = (prior - w{a}) / denom"]
+        for i in range(n):
+            lines += [f"{ind}w{i} += a{i} * gain", f"{ind}k{i} = a{i} / denom"]
+            lines += [f"{ind}v{i}_{j} = v{i}_{j} - k{i} * a{j}" for j in range(i, n)]
+    lines += [f"    r{i}[:] = [{', '.join(_v(i, j) for j in range(n))}]" for i in range(n)]
+    lines += [f"    w[:] = [{', '.join(f'w{j}' for j in range(n))}]",
+              "    healthy = (" + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))
+              + " and " + " and ".join(f"isfinite(w{i})" for i in range(n)) + ")",
+              "    return 1 if healthy else 0"]
+    namespace: dict = {"isfinite": math.isfinite, "LINEAR_SCALE": linear_scale,
+                       "LEVEL_DOF": level_dof, "COV_LIMIT": cov_limit}
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from the layout alone
+    return namespace["step"]
