@@ -54,7 +54,7 @@ def test_the_choice_is_the_objective_over_every_candidate(arrival_tok_s, slo):
     d = r.choose(snap, SIZES, arrival_tok_s)
     plan = _Plan(r, snap, d.costs, arrival_tok_s, 20)
     stage = d.costs.stage_ms
-    slacks = [plan.slacks(i, s) for i, s in enumerate(stage)]
+    slacks = plan.slacks
     worst = [min(x for x in sl if x is not None) for sl in slacks]
     within = [i for i, w in enumerate(worst) if w >= 0]
     supply = [d.costs.prefill[i] / (s + plan.gap) for i, s in enumerate(stage)]
@@ -204,10 +204,13 @@ def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
 
 
 def test_first_token_is_the_pieces_then_the_crossing():
-    # 1000 tokens at 256 a microbatch: 4 pieces of 20 + 2 ms, then 3 stages to cross
-    assert first_token_ms(1000, 256, 20.0, 2.0, 4) == pytest.approx(4 * 22.0 + 3 * 20.0)
-    assert first_token_ms(256, 256, 20.0, 0.0, 4) == pytest.approx(80.0)
-    assert math.isinf(first_token_ms(10, 0, 20.0, 0.0, 4))  # carries no prefill
+    # 1000 tokens at 256 a microbatch: 4 pieces of 20 + 2 ms, then 3 stages to cross; 256
+    # tokens: one piece; a candidate carrying no prefill never brings them
+    first = first_token_ms([1000.0, 256.0], (256, 0), (20.0, 20.0), 2.0, 4)
+    assert first.shape == (2, 2)
+    assert first[0, 0] == pytest.approx(4 * 22.0 + 3 * 20.0)
+    assert first[1, 0] == pytest.approx(22.0 + 3 * 20.0)
+    assert math.isinf(first[0, 1]) and math.isinf(first[1, 1])
 
 
 def test_the_steady_round_adds_the_gap_to_every_turn():

@@ -10,6 +10,9 @@ crossed the other pp - 1 stages.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
 
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import waiting_fcfs
@@ -18,12 +21,18 @@ from ppsched.dcp.signals import percentile
 MIN_PROMPTS = 10  # the fewest prompts with one above the P90
 
 
-def first_token_ms(tokens: float, prefill: int, stage_ms: float, gap_ms: float, pp: int) -> float:
-    """When ``tokens`` prompt tokens (a request's own and those ahead of it) have their first
-    token, from now, at ``prefill`` tokens per microbatch of ``stage_ms``; inf without prefill."""
-    if prefill <= 0:
-        return float("inf")
-    return -(-tokens // prefill) * (stage_ms + gap_ms) + (pp - 1) * stage_ms
+def first_token_ms(tokens: Sequence[float], prefill: Sequence[int], stage_ms: Sequence[float],
+                   gap_ms: float, pp: int) -> np.ndarray:
+    """[j, i]: when ``tokens[j]`` prompt tokens (a request's own and those ahead of it) have
+    their first token, from now, at candidate i's ``prefill`` tokens per microbatch of
+    ``stage_ms[i]``; inf where it carries no prefill."""
+    prefill_ = np.asarray(prefill, dtype=float)
+    stage = np.asarray(stage_ms, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pieces = -np.floor_divide(-np.asarray(tokens, dtype=float)[:, None], prefill_)
+    first = pieces * (stage + gap_ms) + (pp - 1) * stage
+    first[:, prefill_ <= 0] = np.inf
+    return first
 
 
 def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, float]]:

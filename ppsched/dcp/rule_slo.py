@@ -2,34 +2,33 @@
 
 Objective: the greatest prefill supply among the candidates whose predicted TTFT, TPOT and round
 meet their limits (the SLO's two, the KV budget); none does: the greatest smallest slack (slack =
-1 - predicted / limit). Supply (prefill tokens per ms of stage 0) is what sustains a rate, the
-limits bound what it may cost, and where they cannot all hold a miss is spread over them. The
-model, for a budget c whose microbatch carries p = c - d prefill tokens beside the asking slot's
-d decodes in ALP's stage time s (shifted by its tile's measured residual):
-- Rank 0 launches a microbatch every s + g: g is its time per microbatch that no stage shows, the
-  measured round (``rounds.RoundMeter``) less the model's (below) for the recent stages, over pp.
-  Supply = p / (s + g).
-- TPOT: a decode advances once a round, and a round lasts pp times its longest microbatch
-  (``rounds.steady_tpot``: the share of turns carrying a piece keeps up with the measured arrival
-  of prompt tokens; pp (s + g) when none is left without one). It counts where some slot decodes.
-- KV budget: the KV decoding requests hold grows with that round (Little's law): with U of K
-  tokens in use at the measured round R, a round past R K / U fills the cache, and admission stalls
-  (a queue that outgrows the supply stalls it too: the budget is a limit to trade, not a wall).
-- TTFT (``queue_drain``, FCFS) of every queued request still in time, and of a recent-P90 prompt
-  arriving now behind the queue and at the horizon (the span the arrival rate is measured over)
-  behind the prompts arriving meanwhile at that rate: a size that cannot keep up misses it. A
-  deadline no candidate meets sets none: it is among the tenth the P90 lets miss, and would
-  otherwise hold every size hostage.
-- ALP extrapolates to sizes it has not run, so the size above the choice, unmeasured lately where
-  the choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
-  objective prefers it at that price (``calibrate.explore_above``).
-The inputs are the SLO, ALP, the engine's KV counters, its measured stages and rounds, and the
-arrivals: no constant. The ``predictive`` shell holds each choice for 2 pp iterations.
+1 - predicted / limit). Supply (prefill tokens per ms of stage 0) sustains a rate, the limits
+bound what it may cost, and where they cannot all hold the miss is spread over them. For a budget
+c whose microbatch carries p = c - d prefill tokens beside the asking slot's d decodes in ALP's
+stage time s (shifted by its tile's measured residual):
+- Rank 0 launches a microbatch every s + g, g the measured round (``rounds.RoundMeter``) less the
+  model's for the recent stages, over pp. Supply = p / (s + g).
+- TPOT: a decode advances once a round, which lasts pp times its longest microbatch; the share of
+  turns carrying a piece keeps up with the measured prompt-token arrivals (``rounds.steady_tpot``;
+  every turn when none is left without one). It counts where some slot decodes.
+- KV: the KV decoding requests hold grows with their round (Little's law): at U of K tokens in use
+  and a measured round R, a round past R K / U fills the cache and stalls admission (as a queue
+  outgrowing the supply does: a limit to trade, not a wall).
+- TTFT (``queue_drain``, FCFS): of every queued request in time, and of a recent-P90 prompt
+  arriving now and at the horizon the arrival rate is measured over, behind the prompts arriving
+  meanwhile (a size that cannot keep up misses it). A deadline no candidate meets sets none: it
+  is among the tenth the P90 lets miss and would hold every size hostage.
+- ALP extrapolates to sizes it has not run: the size above the choice, unmeasured lately where the
+  choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
+  objective prefers it there (``calibrate.explore_above``).
+Inputs: the SLO, ALP, the engine's KV counters, stages, rounds and arrivals; no constant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -95,56 +94,49 @@ class _Plan:
         round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
         self.gap = 0.0 if round_ms is None or modelled is None else \
             max(0.0, (round_ms - modelled) / pp)
-        round_ms = modelled if round_ms is None else round_ms
-        self.kv_round = kv_round_ms(snap, round_ms)
+        self.kv_round = kv_round_ms(snap, modelled if round_ms is None else round_ms)
         self.decoding = snap.max_slot_decode_reqs > 0
         self.arrival_tok_ms = arrival_tok_s / 1000.0
-        self._rounds: dict[tuple[int, float], float] = {}
         ttft = rule.slo.ttft_ms
         terms = queue_deadlines(snap, ttft)
         prompt = rule.prompts.percentile(SLO_PERCENTILE)
         # a P90 prompt arriving now, and at the horizon (before ten are seen: the arrivals)
         queued = snap.queued_prompt_tokens + (prompt or 0.0)
-        horizon = 1000.0 * rule.horizon_s
-        terms += [(ttft, queued), (horizon + ttft, queued + arrival_tok_s * rule.horizon_s)]
-        self.terms = [(left, tokens) for left, tokens in terms if any(
-            self._first_token(i, tokens, s) <= left for i, s in enumerate(costs.stage_ms))]
+        terms += [(ttft, queued),
+                  (1000.0 * rule.horizon_s + ttft, queued + arrival_tok_s * rule.horizon_s)]
+        first = first_token_ms([t[1] for t in terms], costs.prefill, costs.stage_ms, self.gap, pp)
+        left = np.array([t[0] for t in terms])
+        met = (first <= left[:, None]).any(axis=1)  # the deadlines some candidate meets
+        self.left, self.tokens = left[met], [t[1] for t, m in zip(terms, met, strict=True) if m]
+        self.slacks = self.price(costs.prefill, costs.stage_ms, first[met])
         self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
                        ("gap_ms", self.gap), ("slot_decodes", float(d_reqs)),
                        ("p90_prompt_tokens", -1.0 if prompt is None else prompt),
-                       ("deadlines", float(len(self.terms))))
+                       ("deadlines", float(len(self.tokens))))
 
-    def round_ms(self, i: int, stage: float) -> float:
-        """The mean round while candidate i, at a stage time of ``stage``, keeps up with the
-        arriving prompt tokens; every turn a piece where it cannot."""
-        known = self._rounds.get((i, stage))
-        if known is not None:
-            return known
-        pp, gap = self.rule.pp, self.gap
-        rnd = steady_tpot((self.costs.prefill[i],), (stage,), self.costs.decode_ms,
-                          self.arrival_tok_ms, pp, lost_turn=False, gap_ms=gap)[0]
-        rnd = self._rounds[(i, stage)] = rnd if rnd < INF else pp * (stage + gap)
-        return rnd
+    def price(self, prefill: tuple[int, ...], stage: tuple[float, ...],
+              first: np.ndarray | None = None) -> list[tuple[float | None, ...]]:
+        """(TTFT, TPOT, KV) slack of each candidate; None where unpriced. ``first``: the
+        deadlines' first tokens (``queue_drain.first_token_ms``), when already drained."""
+        rule, gap, kv_round = self.rule, self.gap, self.kv_round
+        if first is None:
+            first = first_token_ms(self.tokens, prefill, stage, gap, rule.pp)
+        ttft = ((self.left[:, None] - first).min(axis=0) / rule.slo.ttft_ms).tolist() \
+            if len(self.tokens) else [None] * len(stage)
+        rounds = steady_tpot(prefill, stage, self.costs.decode_ms, self.arrival_tok_ms, rule.pp,
+                             lost_turn=False, gap_ms=gap)
+        out = []
+        for t, rnd, s in zip(ttft, rounds, stage, strict=True):
+            rnd = rnd if rnd < INF else rule.pp * (s + gap)  # every turn a piece
+            out.append((t, 1.0 - rnd / rule.slo.tpot_ms if self.decoding else None,
+                        1.0 - rnd / kv_round if kv_round < INF else None))
+        return out
 
-    def _first_token(self, i: int, tokens: float, stage: float) -> float:
-        return first_token_ms(tokens, self.costs.prefill[i], stage, self.gap, self.rule.pp)
-
-    def slacks(self, i: int, stage: float) -> tuple[float | None, float | None, float | None]:
-        """(TTFT, TPOT, KV) slack of candidate i at a stage time of ``stage``; None where
-        unpriced."""
-        slo = self.rule.slo
-        ttft = None if not self.terms else min(
-            left - self._first_token(i, tokens, stage) for left, tokens in self.terms
-        ) / slo.ttft_ms
-        rnd = self.round_ms(i, stage)
-        tpot = 1.0 - rnd / slo.tpot_ms if self.decoding else None
-        kv = 1.0 - rnd / self.kv_round if self.kv_round < INF else None
-        return ttft, tpot, kv
-
-    def key(self, i: int, stage: float) -> tuple[int, float, float]:
-        """The objective's order: within the SLO by supply (ties: the shorter stage), then the
-        rest by their smaller slack (ties: the greater supply)."""
-        smaller = min((s for s in self.slacks(i, stage) if s is not None), default=None)
+    def key(self, i: int, stage: float, slacks: tuple[float | None, ...]
+            ) -> tuple[int, float, float]:
+        """The objective's order: within every limit by supply (ties: the shorter stage), then
+        the rest by their smallest slack (ties: the greater supply)."""
+        smaller = min((s for s in slacks if s is not None), default=None)
         step = stage + self.gap
         supply = self.costs.prefill[i] / step if step > 0 else 0.0
         if smaller is None or smaller >= 0:
@@ -152,17 +144,18 @@ class _Plan:
         return (0, smaller, supply)
 
     def choice(self) -> Choice:
-        costs, inputs = self.costs, self.inputs
-        stage = costs.stage_ms
-        keys = [self.key(i, s) for i, s in enumerate(stage)]
+        costs, inputs, stage, slacks = self.costs, self.inputs, self.costs.stage_ms, self.slacks
+        keys = [self.key(i, s, sl) for i, (s, sl) in enumerate(zip(stage, slacks, strict=True))]
         best = max(range(len(keys)), key=keys.__getitem__)
+        i, chosen, explored = best, slacks[best], False
         lower = explore_above(self.rule.residual, costs, best, self.d_reqs)
-        explored = lower is not None and self.key(best + 1, stage[best]) > keys[best]
-        i, priced_at = (best + 1, stage[best]) if explored else (best, stage[best])
-        if explored:
-            costs = lower  # the trial is priced at its lower bound
-        ttft, tpot, kv = self.slacks(i, priced_at)
-        regime = Regime.WITHIN_SLO if self.key(i, priced_at)[0] else Regime.BALANCED
+        if lower is not None:  # the size above, priced at the choice's stage
+            trial = self.price((costs.prefill[best + 1],), (stage[best],))[0]
+            if self.key(best + 1, stage[best], trial) > keys[best]:
+                i, chosen, explored, costs = best + 1, trial, True, lower
+        ttft, tpot, kv = chosen
+        regime = Regime.WITHIN_SLO if self.key(i, costs.stage_ms[i], chosen)[0] else \
+            Regime.BALANCED
         if kv is not None:
             inputs = (*inputs, ("kv_slack", kv))
         return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)
