@@ -11,8 +11,8 @@ from enum import Enum
 
 class Regime(Enum):
     # SloRule (mixed loop), ``rule_slo``'s objective
-    WITHIN_SLO = "slo:max-supply"  # the most supply whose predicted TTFT, TPOT and KV hold
-    BALANCED = "slo:max-min-slack"  # none holds all three: the greatest smallest slack
+    WITHIN = "slo:max-min-slack"  # the greatest smallest slack, every limit predicted met
+    SHORT = "slo:max-min-slack:short"  # the same, and some limit predicted missed
     # SteadyRule (plain loop)
     STEADY_WITHIN_TPOT = "feasible:min-tpot"
     STEADY_TPOT_TIGHT = "tpot-tight:min-tpot"

@@ -1,11 +1,11 @@
 """Our rule for mixed loops (SGLang --enable-mixed-chunk): one objective over one model.
 
-Objective: the greatest prefill supply among the candidates whose predicted TTFT, TPOT and round
-meet their limits (the SLO's two, the KV budget); none does: the greatest smallest slack (slack =
-1 - predicted / limit). Supply (prefill tokens per ms of stage 0) sustains a rate, the limits
-bound what it may cost, and where they cannot all hold the miss is spread over them. For a budget
-c whose microbatch carries p = c - d prefill tokens beside the asking slot's d decodes in ALP's
-stage time s (shifted by its tile's measured residual):
+Objective: the candidate with the greatest smallest slack (1 - predicted / limit) over its
+predicted TTFT and TPOT (the SLO's limits) and round (the KV budget); ties: the most prefill
+supply. A margin to the nearest limit absorbs what the model misses (noise, a long prompt's
+growing prefix); supply (prefill tokens per ms of stage 0) enters where a rate needs it, through
+the arrivals' deadline below. For a budget c whose microbatch carries p = c - d prefill tokens
+beside the asking slot's d decodes in ALP's stage time s (shifted by its tile's residual):
 - Rank 0 launches a microbatch every s + g, g the measured round (``rounds.RoundMeter``) less the
   model's for the recent stages, over pp. Supply = p / (s + g).
 - TPOT: a decode advances once a round, which lasts pp times its longest microbatch; the share of
@@ -132,16 +132,12 @@ class _Plan:
                         1.0 - rnd / kv_round if kv_round < INF else None))
         return out
 
-    def key(self, i: int, stage: float, slacks: tuple[float | None, ...]
-            ) -> tuple[int, float, float]:
-        """The objective's order: within every limit by supply (ties: the shorter stage), then
-        the rest by their smallest slack (ties: the greater supply)."""
-        smaller = min((s for s in slacks if s is not None), default=None)
+    def key(self, i: int, stage: float, slacks: tuple[float | None, ...]) -> tuple[float, float]:
+        """The objective's order: the smallest slack (inf where no limit is priced), then the
+        greater supply."""
+        smaller = min((s for s in slacks if s is not None), default=INF)
         step = stage + self.gap
-        supply = self.costs.prefill[i] / step if step > 0 else 0.0
-        if smaller is None or smaller >= 0:
-            return (1, supply, -stage)
-        return (0, smaller, supply)
+        return smaller, self.costs.prefill[i] / step if step > 0 else 0.0
 
     def choice(self) -> Choice:
         costs, inputs, stage, slacks = self.costs, self.inputs, self.costs.stage_ms, self.slacks
@@ -154,8 +150,8 @@ class _Plan:
             if self.key(best + 1, stage[best], trial) > keys[best]:
                 i, chosen, explored, costs = best + 1, trial, True, lower
         ttft, tpot, kv = chosen
-        regime = Regime.WITHIN_SLO if self.key(i, costs.stage_ms[i], chosen)[0] else \
-            Regime.BALANCED
+        regime = Regime.WITHIN if self.key(i, costs.stage_ms[i], chosen)[0] >= 0 else \
+            Regime.SHORT
         if kv is not None:
             inputs = (*inputs, ("kv_slack", kv))
         return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)

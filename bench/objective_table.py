@@ -1,0 +1,110 @@
+"""The controller table for the predictive rule as it is, beside the pinned figures of the rule
+it replaced, one row per cell, and the aggregates the rule is judged by.
+
+Usage: python bench/objective_table.py ROOT [--update-pinned]
+ROOT holds ``ppsched goodput --policies predictive`` outputs laid out as the table's runs lay
+them out: ROOT/goodput/<model>-azure-conv (``make paper``'s groups), ROOT/heldout/<group> and
+ROOT/heldout-models/<group> (``bench/run_heldout.sh``), each a goodput.csv (3 seeds, verified).
+The pinned tables (results/pinned/goodput.csv, heldout.csv, heldout_models.csv) give
+oracle-static and the previous rule's predictive, measured with the same seeds and method;
+oracle-static's code is the same in both. Writes results/pinned/objective.csv; with
+``--update-pinned`` the pinned tables' predictive rows become the new ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pandas as pd
+
+PINNED = Path(__file__).resolve().parents[1] / "results" / "pinned"
+TABLES = {"paper": ("goodput", "goodput.csv"), "heldout": ("heldout", "heldout.csv"),
+          "heldout-models": ("heldout-models", "heldout_models.csv")}
+
+
+def model_name(model: str) -> str:
+    """A config.json folder is named as the pinned table names it (bench/models/<name>)."""
+    return f"bench/models/{Path(model).name}" if "/" in model else model
+
+
+def new_rows(root: Path, folder: str) -> pd.DataFrame:
+    files = sorted((root / folder).glob("*/goodput.csv"))
+    if not files:
+        raise SystemExit(f"{root / folder}: no */goodput.csv (expected the table's runs)")
+    frame = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    frame = frame[frame["policy"] == "predictive"].copy()
+    frame["model"] = frame["model"].map(model_name)
+    return frame
+
+
+def cells(root: Path) -> pd.DataFrame:
+    out = []
+    for group, (folder, pinned_name) in TABLES.items():
+        pinned = pd.read_csv(PINNED / pinned_name)
+        new = new_rows(root, folder)
+        for _, row in new.iterrows():
+            same = (pinned["model"] == row["model"]) & (pinned["workload"] == row["workload"]) \
+                & (pinned["slo_scale"].astype(float).round(3) == round(float(row["slo_scale"]), 3))
+            oracle = pinned[same & (pinned["policy"] == "oracle-static")]["goodput_rps"]
+            before = pinned[same & (pinned["policy"] == "predictive")]["goodput_rps"]
+            if oracle.empty or before.empty:
+                raise SystemExit(f"{pinned_name}: no oracle-static or predictive row for "
+                                 f"{row['model']} {row['workload']} {row['slo_scale']}")
+            o, b, a = float(oracle.iloc[0]), float(before.iloc[0]), float(row["goodput_rps"])
+            out.append({"table": group, "model": row["model"], "workload": row["workload"],
+                        "slo_scale": float(row["slo_scale"]), "oracle_static_rps": o,
+                        "before_rps": b, "after_rps": a, "after_per_seed": row["per_seed"],
+                        "after_verify": row["verify"],
+                        "before_vs_oracle": b / o if o > 0 else math.nan,
+                        "after_vs_oracle": a / o if o > 0 else math.nan})
+    return pd.DataFrame(out)
+
+
+def geomean(values: pd.Series) -> float:
+    values = values[values > 0]
+    return float(math.exp(values.map(math.log).mean())) if len(values) else math.nan
+
+
+def summary(table: pd.DataFrame) -> list[str]:
+    scored = table[table["oracle_static_rps"] > 0]
+    lines = []
+    for name, part in [("all", scored), *scored.groupby("table")]:
+        lines.append(f"{name}: {len(part)} cells; predictive / oracle-static geomean before "
+                     f"{geomean(part['before_vs_oracle']):.3f}, after "
+                     f"{geomean(part['after_vs_oracle']):.3f}; lowest before "
+                     f"{part['before_vs_oracle'].min():.3f}, after "
+                     f"{part['after_vs_oracle'].min():.3f}; cells below 0.93: before "
+                     f"{int((part['before_vs_oracle'] < 0.93).sum())}, after "
+                     f"{int((part['after_vs_oracle'] < 0.93).sum())}")
+    return lines
+
+
+def update_pinned(root: Path) -> None:
+    for folder, pinned_name in TABLES.values():
+        pinned = pd.read_csv(PINNED / pinned_name)
+        new = new_rows(root, folder)[list(pinned.columns)]
+        keep = pinned[pinned["policy"] != "predictive"]
+        merged = pd.concat([keep, new], ignore_index=True)
+        merged = merged.sort_values(["model", "workload", "policy", "slo_scale"],
+                                    ascending=[True, True, True, False], kind="stable")
+        merged.to_csv(PINNED / pinned_name, index=False)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--update-pinned", action="store_true")
+    args = ap.parse_args()
+    table = cells(args.root)
+    table.to_csv(PINNED / "objective.csv", index=False, float_format="%.4g")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print("\n".join(summary(table)))
+    if args.update_pinned:
+        update_pinned(args.root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
