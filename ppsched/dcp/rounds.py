@@ -87,6 +87,9 @@ def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float
         if p <= 0:
             out.append(INF)
             continue
+        if demand <= 0:  # no turn carries a piece: pp decode turns, exactly (ties stay ties)
+            out.append(pp * (decode_ms + gap_ms))
+            continue
         excess = big - decode_ms
         f = demand * (decode_ms + gap_ms) / p
         for _ in range(iters):
