@@ -16,8 +16,8 @@ beside the asking slot's d decodes in ALP's stage time s (shifted by its tile's 
   outgrowing the supply does: a limit to trade, not a wall).
 - TTFT (``queue_drain``, FCFS): of every queued request in time, and of a recent-P90 prompt
   arriving now and at the horizon the arrival rate is measured over, behind the prompts arriving
-  meanwhile (a size that cannot keep up misses it). A deadline no candidate meets sets none: it
-  is among the tenth the P90 lets miss and would hold every size hostage.
+  meanwhile (a size that cannot keep up misses it). A queued request no candidate brings in time
+  sets no deadline: it is among the tenth the P90 lets miss and would hold every size hostage.
 - ALP extrapolates to sizes it has not run: the size above the choice, unmeasured lately where the
   choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
   objective prefers it there (``calibrate.explore_above``).
@@ -107,6 +107,7 @@ class _Plan:
         first = first_token_ms([t[1] for t in terms], costs.prefill, costs.stage_ms, self.gap, pp)
         left = np.array([t[0] for t in terms])
         met = (first <= left[:, None]).any(axis=1)  # the deadlines some candidate meets
+        met[-2:] = True  # and the arrivals' two, met or not: they stand for the stream
         self.left, self.tokens = left[met], [t[1] for t, m in zip(terms, met, strict=True) if m]
         self.slacks = self.price(costs.prefill, costs.stage_ms, first[met])
         self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
