@@ -46,39 +46,35 @@ def rule(slo: Slo = SLO, fake: LinearFake | None = None) -> SloRule:
 @pytest.mark.parametrize("arrival_tok_s", [0.0, 10_000.0, 25_000.0, 40_000.0])
 @pytest.mark.parametrize("slo", [SLO, Slo(1000.0, 60.0), Slo(400.0, 50.0)])
 def test_the_choice_is_the_objective_over_every_candidate(arrival_tok_s, slo):
-    # the greatest supply among the candidates within every limit (TTFT, TPOT, KV), else the
-    # greatest smallest slack; the decision carries the slacks of the candidate it took
+    # the greatest smallest slack over TTFT, TPOT and KV (ties: the most supply); the decision
+    # carries the slacks of the candidate it took
     snap = make_snap(queue=[waiting(0, 99.9, 3000), waiting(1, 100.0, 500)],
                      decodes=(20,) * 4, stage_ms=(20.0,) * 8, kv_free=60_000)
     r = rule(slo)
     d = r.choose(snap, SIZES, arrival_tok_s)
     plan = _Plan(r, snap, d.costs, arrival_tok_s, 20)
-    stage = d.costs.stage_ms
-    slacks = plan.slacks
+    stage, slacks = d.costs.stage_ms, plan.slacks
     worst = [min(x for x in sl if x is not None) for sl in slacks]
-    within = [i for i, w in enumerate(worst) if w >= 0]
     supply = [d.costs.prefill[i] / (s + plan.gap) for i, s in enumerate(stage)]
-    if within:
-        assert d.regime is Regime.WITHIN_SLO
-        assert d.index == max(within, key=lambda i: (supply[i], -stage[i]))
-    else:
-        assert d.regime is Regime.BALANCED
-        assert worst[d.index] == max(worst)
+    assert d.index == max(range(len(SIZES)), key=lambda i: (worst[i], supply[i]))
+    assert d.regime is (Regime.WITHIN if worst[d.index] >= 0 else Regime.SHORT)
     assert (d.ttft_slack, d.tpot_slack) == slacks[d.index][:2]
     assert dict(d.inputs).get("kv_slack") == slacks[d.index][2]
 
 
-def test_arriving_prompts_cost_tpot_and_shrink_the_choice():
-    # decodes in every slot: pieces lengthen rounds in proportion to the prompts arriving, and a
-    # round lasts pp times its longest microbatch, so a faster arrival leaves less TPOT to spend
+def test_arriving_prompts_grow_the_choice():
+    # decodes in every slot. Nothing arriving: every round is pp decode stages whatever the
+    # size, the slacks tie, and the most supply wins. Arrivals: a piece lengthens its round to
+    # pp times its stage, so the margin favours small pieces until the arrivals need supply
     snap = make_snap(queue=[waiting(0, 100.0, 500)], decodes=(20,) * 4)
     r = rule(Slo(2000.0, 80.0))
-    chosen = [d.costs.candidates[d.index]
-              for d in (r.choose(snap, SIZES, a) for a in (0.0, 6_000.0, 12_000.0))]
-    assert chosen[0] == 2048  # nothing arriving: every round is pp decode stages
-    assert chosen[0] > chosen[1] > chosen[2]
-    d = r.choose(snap, SIZES, 12_000.0)
-    assert d.regime is Regime.WITHIN_SLO and 0 <= d.tpot_slack < 0.1  # the TPOT binds
+    chosen = [d.costs.candidates[d.index] for d in
+              (r.choose(snap, SIZES, a) for a in (0.0, 6_000.0, 12_000.0, 18_000.0))]
+    assert chosen[0] == 2048
+    assert chosen[1] < chosen[2] < chosen[3]
+    # more than any size keeps up within the TPOT: every limit missed, the least miss
+    d = r.choose(snap, SIZES, 30_000.0)
+    assert d.regime is Regime.SHORT and d.costs.candidates[d.index] > chosen[3]
 
 
 def test_a_deadline_no_candidate_meets_sets_none():
@@ -95,19 +91,19 @@ def test_a_deadline_no_candidate_meets_sets_none():
         assert dict(d.inputs)["deadlines"] == 4.0
 
 
-def test_the_kv_budget_is_traded_not_a_wall():
+def test_the_kv_budget_is_a_limit_like_the_slos():
     # half the KV in use at an 80 ms round (4 x 20 ms stages): the cache fills at a 160 ms round
     q = [waiting(0, 100.0, 2000)]
     half = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=50_000, decodes=(20,) * 4)
     full = replace(half, kv_free_tokens=10_000)  # 90% in use: an 88.9 ms round
-    d = rule().choose(half, SIZES, 10_000.0)
+    d = rule().choose(half, SIZES, 30_000.0)
     assert dict(d.inputs)["kv_round_ms"] == pytest.approx(160.0)
-    tight = rule().choose(full, SIZES, 10_000.0)
-    assert tight.index < d.index  # a fuller cache: a shorter round
-    # prompts arriving faster than the sizes within the KV budget supply: a queue growing
-    # without end stalls admission too, and the choice gives up KV slack to keep up
-    flood = rule().choose(full, SIZES, 40_000.0)
-    assert flood.regime is Regime.BALANCED and flood.index > tight.index
+    tight = rule().choose(full, SIZES, 30_000.0)
+    assert tight.index < d.index  # a fuller cache: a shorter round, given up TTFT for
+    assert dict(tight.inputs)["kv_slack"] < 0 and tight.ttft_slack < 0  # the miss spread
+    # prompts arriving faster than any size supplies: the least miss is the most supply
+    flood = rule().choose(full, SIZES, 60_000.0)
+    assert flood.regime is Regime.SHORT and flood.costs.candidates[flood.index] == 2048
 
 
 def test_the_gap_is_the_measured_round_less_the_models():
@@ -146,28 +142,29 @@ def test_the_rule_tries_the_size_above_its_choice_once():
                      arrived_tokens=200_000)  # 20,000 prompt tokens/s over the 10 s window
     ctl.decide(replace(snap, now_s=90.0, arrived_prompt_tokens_total=0))
     d = ctl.decide(replace(snap, iteration=8))
-    assert (d.chunk_tokens, d.reason) == (512, "slo:max-supply:explore")
+    assert (d.chunk_tokens, d.reason) == (512, "slo:max-min-slack:explore")
     # the lower bound: 384's stage, the slot's 20 decodes of 1000 context included
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 384 + 1e-4 * 20_000)
     # measured as ALP says (+40 ms): priced by its own tile from now on, and the choice is 384
     ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 510),), 2, 100),
                                  50 + 0.02 * 512 + 1e-4 * 100))
     d = ctl.decide(replace(snap, iteration=16))
-    assert (d.chunk_tokens, d.reason) == (384, "slo:max-supply")
+    assert (d.chunk_tokens, d.reason) == (384, "slo:max-min-slack")
 
 
 def test_measured_residual_corrects_the_stage_predictions():
     fake = LinearFake()
     ctl = mixed_ctl(fake=fake)
     snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
-    assert ctl.decide(snap).predicted_stage_ms == pytest.approx(10 + 0.02 * 2048)
-    shape = BatchShape(((0, 2000),))  # tile 16 (1921..2048 batched tokens) runs 30 ms slow
+    first = ctl.decide(snap)
+    assert first.predicted_stage_ms == pytest.approx(10 + 0.02 * first.chunk_tokens)
+    # the chosen size's tile runs 30 ms slow: its drain is 30 ms a piece longer, and the next
+    # decision (the first is held for 2 * pp iterations) takes a neighbour priced as measured
+    shape = BatchShape(((0, first.chunk_tokens - 10),))
     ctl.observe(StageMeasurement(0.0, 0, 0, shape, fake.predict(shape) + 30.0))
-    # the next decision (the first is held for 2 * pp iterations) prices 2048 at +30 ms: 1920,
-    # measured exact, now supplies more
     d = ctl.decide(replace(snap, iteration=8))
-    assert d.chunk_tokens == 1920
-    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1920)
+    assert d.chunk_tokens != first.chunk_tokens
+    assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * d.chunk_tokens)
 
 
 def test_sized_by_the_asking_slot_and_held_for_the_cadence():

@@ -29,9 +29,9 @@ CASES = {
     "greedy-over": (dict(chunk="greedy", mixed_chunk=True),
                     dict(name="azure-conv", rate=8.0, duration_s=60.0), "a4f21504352d8892", ()),
     "predictive": (dict(chunk="predictive", mixed_chunk=True),
-                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "369adbf7aeb010a6", ()),
+                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "67f6170e352d7a18", ()),
     "predictive-ds": (dict(chunk="predictive", ds="on", mixed_chunk=True),
-                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "5a5ca8224016103a",
+                      dict(name="synthetic-decode", rate=6.0, duration_s=60.0), "a5c6673f75b7dcee",
                       ("ds_holds",)),
     "predictive-paper": (dict(chunk="predictive-paper", mixed_chunk=True),
                          dict(name="sharegpt", rate=2.0, duration_s=60.0), "394a4fffc85d2e32", ()),
@@ -45,7 +45,7 @@ CASES = {
                     ("retractions",)),
     "prefix-cache": (dict(chunk="predictive", mixed_chunk=True),
                      dict(name="mooncake-synthetic", rate=1.0, duration_s=60.0,
-                          max_context=8192), "d6fe92e29dbdd039", ("prefix_hits",)),
+                          max_context=8192), "14e46c1efe0d7f63", ("prefix_hits",)),
 }
 
 
