@@ -1,14 +1,15 @@
-"""The controller table for the predictive rule as it is, beside the pinned figures of the rule
-it replaced, one row per cell, and the aggregates the rule is judged by.
+"""A candidate predictive rule's controller table beside the pinned figures of the rule on main,
+one row per cell, and the aggregates a rule is judged by (geometric mean of predictive /
+oracle-static over the cells where oracle-static has a goodput, a lost cell counting as zero;
+the lowest cell; the cells below 0.93x).
 
-Usage: python bench/objective_table.py ROOT [--update-pinned]
-ROOT holds ``ppsched goodput --policies predictive`` outputs laid out as the table's runs lay
-them out: ROOT/goodput/<model>-azure-conv (``make paper``'s groups), ROOT/heldout/<group> and
-ROOT/heldout-models/<group> (``bench/run_heldout.sh``), each a goodput.csv (3 seeds, verified).
-The pinned tables (results/pinned/goodput.csv, heldout.csv, heldout_models.csv) give
-oracle-static and the previous rule's predictive, measured with the same seeds and method;
-oracle-static's code is the same in both. Writes results/pinned/objective.csv; with
-``--update-pinned`` the pinned tables' predictive rows become the new ones.
+Usage: python bench/objective_table.py ROOT [--csv OUT] [--update-pinned]
+ROOT holds ``ppsched goodput --policies predictive --seeds 3 --verify`` outputs of the candidate
+laid out as the table's runs lay them out: ROOT/goodput/<model>-azure-conv (``make paper``'s
+groups), ROOT/heldout/<group> and ROOT/heldout-models/<group> (``bench/run_heldout.sh``). The
+pinned tables (results/pinned/goodput.csv, heldout.csv, heldout_models.csv) give oracle-static
+and the rule on main, measured with the same seeds and method. ``--update-pinned``: the pinned
+tables' predictive rows become the candidate's (when the candidate is adopted).
 """
 
 from __future__ import annotations
@@ -63,8 +64,12 @@ def cells(root: Path) -> pd.DataFrame:
 
 
 def geomean(values: pd.Series) -> float:
-    values = values[values > 0]
-    return float(math.exp(values.map(math.log).mean())) if len(values) else math.nan
+    """Over every cell given; a cell at zero makes it zero (a lost cell is not skipped)."""
+    if not len(values):
+        return math.nan
+    if (values <= 0).any():
+        return 0.0
+    return float(math.exp(values.map(math.log).mean()))
 
 
 def summary(table: pd.DataFrame) -> list[str]:
@@ -78,6 +83,10 @@ def summary(table: pd.DataFrame) -> list[str]:
                      f"{part['after_vs_oracle'].min():.3f}; cells below 0.93: before "
                      f"{int((part['before_vs_oracle'] < 0.93).sum())}, after "
                      f"{int((part['after_vs_oracle'] < 0.93).sum())}")
+        held = part[(part["before_vs_oracle"] > 0) & (part["after_vs_oracle"] > 0)]
+        lines.append(f"{name}: over the {len(held)} cells both hold, geomean before "
+                     f"{geomean(held['before_vs_oracle']):.3f}, after "
+                     f"{geomean(held['after_vs_oracle']):.3f}")
     return lines
 
 
@@ -95,12 +104,15 @@ def update_pinned(root: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path)
+    ap.add_argument("--csv", type=Path, help="write the per-cell table here")
     ap.add_argument("--update-pinned", action="store_true")
     args = ap.parse_args()
     table = cells(args.root)
-    table.to_csv(PINNED / "objective.csv", index=False, float_format="%.4g")
+    lines = summary(table)
+    if args.csv:
+        table.to_csv(args.csv, index=False, float_format="%.4g")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print("\n".join(summary(table)))
+    print("\n".join(lines))
     if args.update_pinned:
         update_pinned(args.root)
     return 0

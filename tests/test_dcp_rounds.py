@@ -1,4 +1,4 @@
-"""The measured round (``RoundMeter``) and the SLO rule's KV budget and gap built on it."""
+"""The measured round (``RoundMeter``) and the SLO rule's KV budget built on it."""
 
 from __future__ import annotations
 
@@ -73,27 +73,29 @@ def test_bad_meter_arguments_and_slots_fail_loudly():
 
 def test_kv_round_uses_the_measured_round_when_there_is_one():
     snap = make_snap(stage_ms=(10.0, 30.0), kv_free=25_000)
-    assert kv_round_ms(snap, 96.0) == pytest.approx(96.0 * 100_000 / 75_000)
-    assert math.isinf(kv_round_ms(snap, None))  # no round known
-    assert math.isinf(kv_round_ms(make_snap(kv_free=100_000), 96.0))  # an empty cache: no bound
+    assert kv_round_ms(snap, 4) == pytest.approx(80.0 * 100_000 / 75_000)
+    assert kv_round_ms(snap, 4, 96.0) == pytest.approx(96.0 * 100_000 / 75_000)
+    # a measured round needs no stage samples; an empty cache still has no bound
+    assert kv_round_ms(make_snap(kv_free=25_000), 4, 96.0) == pytest.approx(128.0)
+    assert math.isinf(kv_round_ms(make_snap(kv_free=100_000), 4, 96.0))
 
 
 def test_predictive_budgets_kv_with_the_round_its_launches_measured():
     q = [waiting(0, 100.0, 8000)]
     snap = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=50_000, kv_total=100_000,
                      decodes=ELSEWHERE)
-    # stage samples alone: the model's round, 4 x 20 = 80 ms; half the KV used -> 160 ms
+    # stage samples alone: round 4 x 20 = 80 ms, half the KV used -> 160 ms (1408, see
+    # test_dcp_rule_slo); measured rounds of 90 ms (scheduler and links included) -> 180 ms
     ctl = mixed_ctl()
-    d = ctl.decide(snap)
-    assert dict(d.inputs)["kv_round_ms"] == pytest.approx(160.0)
-    assert dict(d.inputs)["gap_ms"] == 0.0
+    assert dict(ctl.decide(snap).inputs)["kv_round_ms"] == pytest.approx(160.0)
     t = 0.0
-    for i in range(12):  # measured rounds of 90 ms (scheduler and links included) -> 180 ms
+    for i in range(12):
         ctl.observe_launch(Launch(t, i % 4, 100 if i == 0 else 0, 2))
         t += 0.0225
     d = ctl.decide(replace(snap, iteration=8))  # the next decision (2 * pp iterations on)
     assert dict(d.inputs)["kv_round_ms"] == pytest.approx(180.0)
-    assert dict(d.inputs)["gap_ms"] == pytest.approx(2.5)  # (90 - 80) / 4 a microbatch
+    # 4 (10 + 0.02 c) <= 180 -> c <= 1750 -> 1664
+    assert (d.chunk_tokens, d.reason) == (1664, "slo:max-supply:kv-bound")
 
 
 def test_the_papers_variant_ignores_launches():

@@ -43,6 +43,19 @@ class CandidateCosts:
         """Prefill tokens per ms of stage time: the per-token efficiency of candidate i."""
         return self.prefill[i] / self.stage_ms[i] if self.stage_ms[i] > 0 else 0.0
 
+    def best_supply(self, pp: int, round_budget_ms: float) -> int | None:
+        """The candidate with the greatest supply among those that carry prefill and whose
+        pp * stage fits ``round_budget_ms`` (ties: the shorter stage, then the first); None
+        when none fits. One loop: this runs twice in most decisions."""
+        best, best_supply, best_stage = None, 0.0, 0.0
+        for i, (p, s) in enumerate(zip(self.prefill, self.stage_ms, strict=True)):
+            if p > 0 and s * pp <= round_budget_ms:
+                supply = p / s if s > 0 else 0.0
+                if best is None or supply > best_supply or (
+                        supply == best_supply and s < best_stage):
+                    best, best_supply, best_stage = i, supply, s
+        return best
+
 
 def chunk_prefix(snap: ChunkSnapshot) -> int:
     """Tokens the chunked request has already prefilled (its next piece attends to them)."""

@@ -69,8 +69,7 @@ class PredictiveChunk:
         else:
             self._plain_rule = SteadyRule(slo, pp_size, predictor, k)
             self._rounds = RoundMeter(pp_size, k.window_s)
-            self._mixed_rule = SloRule(slo, pp_size, predictor, self._residual, self._rounds,
-                                       horizon_s=k.window_s)
+            self._mixed_rule = SloRule(slo, pp_size, predictor, self._residual, self._rounds)
 
     @property
     def rule(self) -> Rule:

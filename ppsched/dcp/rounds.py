@@ -1,5 +1,4 @@
-"""The pipeline round, measured (``RoundMeter``, from the engine's launches) and predicted
-(``steady_tpot``, per candidate chunk): the one round/TPOT estimator of the predictive rules.
+"""The measured pipeline round, from the engine's launches (``Launch``).
 
 A slot's decodes advance once per round: the time between two launches of that slot, holding the
 pp microbatches launched in between. ``pp`` times the mean stage-0 time is not that round: rank 0
@@ -13,11 +12,8 @@ gap ended by new work, is skipped).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from ppsched.core.snapshots import Launch
-
-INF = float("inf")
 
 
 class RoundMeter:
@@ -66,43 +62,3 @@ class RoundMeter:
     @property
     def mean_round_ms(self) -> float | None:
         return self._sum / self._weight if self._weight > 0 else None
-
-
-def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float, demand: float,
-                pp: int, *, lost_turn: bool, gap_ms: float = 0.0, iters: int = 12) -> list[float]:
-    """Mean TPOT (ms) per candidate when prefill turns must carry ``demand`` tokens/ms.
-
-    Each of the pp slots takes one turn per round; a fraction f of turns prefill p tokens with
-    stage time P, the rest decode with stage time D. Every stage serves the round's microbatches
-    in order and a slot waits for its own result, so a round lasts pp * (longest stage in it):
-    R(f) = pp (P - (P - D)(1 - f)^pp) with turns independent. Keeping up needs
-    pp f p = demand R(f), solved by fixed-point iteration from f = demand D / p. A decode advances
-    once per round, or only in the (1 - f) of its slot's turns that are not prefill when
-    ``lost_turn`` (SGLang's default loop: a prefill batch carries no decodes). ``gap_ms``: rank
-    0's time per microbatch beyond its stage, added to every turn. inf where the candidate
-    cannot keep up (f >= 1).
-    """
-    out = []
-    for p, big in zip(prefill, stage, strict=True):
-        if p <= 0:
-            out.append(INF)
-            continue
-        if demand <= 0:  # no turn carries a piece: pp decode turns, exactly (ties stay ties)
-            out.append(pp * (decode_ms + gap_ms))
-            continue
-        excess = big - decode_ms
-        f = demand * (decode_ms + gap_ms) / p
-        for _ in range(iters):
-            if f >= 1.0:
-                break
-            nxt = demand * (big - excess * (1.0 - f) ** pp + gap_ms) / p
-            done = abs(nxt - f) < 1e-6
-            f = nxt
-            if done:
-                break
-        if f >= 1.0:
-            out.append(INF)
-            continue
-        rnd = pp * (big - excess * (1.0 - f) ** pp + gap_ms)
-        out.append(rnd / (1.0 - f) if lost_turn else rnd)
-    return out

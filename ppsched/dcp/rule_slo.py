@@ -1,34 +1,67 @@
-"""Our rule for mixed loops (SGLang --enable-mixed-chunk): one objective over one model.
+"""Our rule for mixed loops (SGLang --enable-mixed-chunk): the most efficient chunk within the
+TPOT the SLO and the KV cache allow, decided every 2 * pp iterations and held in between (the
+paper's cadence, kept by the ``predictive`` shell).
 
-Objective: the candidate with the greatest smallest slack (1 - predicted / limit) over its
-predicted TTFT and TPOT (the SLO's limits) and round (the KV budget); ties: the most prefill
-supply. A margin to the nearest limit absorbs what the model misses (noise, a long prompt's
-growing prefix); supply (prefill tokens per ms of stage 0) enters where a rate needs it, through
-the arrivals' deadline below. For a budget c whose microbatch carries p = c - d prefill tokens
-beside the asking slot's d decodes in ALP's stage time s (shifted by its tile's residual):
-- Rank 0 launches a microbatch every s + g, g the measured round (``rounds.RoundMeter``) less the
-  model's for the recent stages, over pp. Supply = p / (s + g).
-- TPOT: a decode advances once a round, which lasts pp times its longest microbatch; the share of
-  turns carrying a piece keeps up with the measured prompt-token arrivals (``rounds.steady_tpot``;
-  every turn when none is left without one). It counts where some slot decodes.
-- KV: the KV decoding requests hold grows with their round (Little's law): at U of K tokens in use
-  and a measured round R, a round past R K / U fills the cache and stalls admission (as a queue
-  outgrowing the supply does: a limit to trade, not a wall).
-- TTFT (``queue_drain``, FCFS): of every queued request in time, and of a recent-P90 prompt
-  arriving now and at the horizon the arrival rate is measured over, behind the prompts arriving
-  meanwhile (a size that cannot keep up misses it). A queued request no candidate brings in time
-  sets no deadline: it is among the tenth the P90 lets miss and would hold every size hostage.
-- ALP extrapolates to sizes it has not run: the size above the choice, unmeasured lately where the
-  choice is measured, is priced at its lower bound, the choice's stage, and tried once if the
-  objective prefers it there (``calibrate.explore_above``).
-Inputs: the SLO, ALP, the engine's KV counters, stages, rounds and arrivals; no constant.
+In a mixed loop the asking slot's d decodes ride in the microbatch and spend one budget token
+each, so a budget c carries c - d prefill tokens in a predicted stage time s(c) (ALP, shifted by
+the measured residual of its 128-token tile, ``calibrate``). A decode advances once per round of
+pp microbatches, so the round of the slot that runs it lasts at least pp * s(c).
+
+- TPOT budget: min(SLO_TPOT, R * K / U). By Little's law the KV that decoding requests hold is
+  proportional to their lifetime (their TPOT) at a given arrival rate; a mean round of R ms with
+  U of the K KV tokens in use fills the cache at R * K / U, and past that admission stalls and
+  queued requests miss TTFT. R is measured (``rounds.RoundMeter``: the time between a decoding
+  slot's launches, scheduler time and result return included); pp * the mean recent stage-0
+  time until the engine has reported a round.
+- Choice ("slo:..."): among candidates whose pp * s(c) fits the budget, the greatest prefill
+  supply (c - d) / s(c), which drains the queue fastest; ties: the shorter stage. None fits: the
+  least stage time ("tpot-tight:least-stage").
+- Keep-up ("slo:keep-up"): where the budget leaves only sizes whose supply is at or below the
+  measured arrival rate of prompt tokens, the queue would grow (a certain TTFT miss, where the
+  budget is a forecast), so the rule takes the least size within SLO_TPOT that keeps up.
+- The P90 prompt's floor ("slo:p90-prompt", ``prompt_floor``): the choice is at least the least
+  size within the KV budget at which the recent P90 prompt, alone in the queue, reaches its
+  first token within SLO_TTFT. The SLO is a percentile over every request, while the deadline
+  check below sees only the queue of the moment. Nothing below goes under the floor.
+- Deadlines ("ttft:least-in-time"): when the choice would bring a queued request to its first
+  token after its SLO_TTFT, the least larger size within the KV budget that brings every queued
+  request in time; none does: the choice. In time by the FCFS drain model (``queue_drain``): a
+  request waits for the tokens ahead of it, and each microbatch also waits rank 0's time that no
+  stage time shows. A request already past its SLO_TTFT sets no deadline.
+- Kept escalation ("ttft:kept"): an escalation holds until the request it was for has left the
+  queue, so that a drain error does not make it late; only while the recent P90 TTFT is at
+  least as close to its SLO as the recent P90 TPOT to its own (a kept size spends TPOT on TTFT).
+- TPOT ease ("tpot:least-in-time"): while the recent P90 TPOT is the closer to its SLO and,
+  scaled from the recent mean stage to the choice's, exceeds the budget, the least smaller size
+  that keeps up with the arriving prompt tokens and still brings every queued request in time.
+  The budget lets every round cost up to SLO_TPOT; easing spends less of it where TTFT has room.
+- Explore ("...:explore"): the candidate right above the choice, whose tile has not run within
+  the forgetting window while the choice's has, is priced at the choice's stage (its lower
+  bound, ``calibrate.explore_above``); if the rule would take it at that price, it tries it once
+  rather than trust ALP's extrapolation to it. Only that neighbour, so expired tiles never set
+  off a cascade of trials up the ladder.
+- Held for the shell's cadence: a slot's round waits for the longest microbatch ahead of it, so
+  sizes chosen afresh per microbatch leave stages idle behind the long ones.
+- Nothing decodes ("no-decodes:..."): only TTFT is left. Q queued prompt tokens take
+  ceil(Q / p(c)) microbatches of s(c) on stage 0 plus pp - 1 stage times to cross; prompts
+  arriving meanwhile (rate a) take a share rho = a / supply(c) of stage 0, stretching the drain by
+  1 / (1 - rho). The rule takes the candidate that brings the most queued tokens to their first
+  token within SLO_TTFT ("no-decodes:most-within-ttft"; ties: the shorter stage); none does: the
+  greatest supply ("no-decodes:max-supply").
+Each decision carries its regime (``regime.Regime``, whose labels are the quoted reasons above;
+the adjustments test it, never a label) and the predicted slacks it was priced at, each relative
+to its SLO: TPOT's, the round of pp stages of the chosen size; TTFT's, the recent P90 prompt's
+first token by the floor's drain.
+No constant here is tuned: the SLO, ALP's predictions, the engine's KV counters and its measured
+stage times are the only inputs. The evidence for each mechanism is the controller table
+(``make paper``, ``bash bench/run_heldout.sh``) and its fresh-seed check
+(``bench/bench_fresh_seeds.py``); bench/dcp.md gives the figures.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from functools import cached_property
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -40,23 +73,61 @@ from ppsched.dcp.candidate_costs import (
     asking_slot_decodes,
     chunk_prefix,
     predict_costs,
+    waiting_fcfs,
 )
-from ppsched.dcp.queue_drain import RecentPrompts, first_token_ms, queue_deadlines
+from ppsched.dcp.prompt_floor import RecentPrompts, prompt_first_token_ms, prompt_floor
+from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rounds import RoundMeter, steady_tpot
+from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice
+from ppsched.dcp.signals import percentile
 
 INF = float("inf")
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
 
 
-def kv_round_ms(snap: ChunkSnapshot, round_ms: float | None) -> float:
-    """The round (ms) at which the decoding requests would fill the KV cache, R K / U; inf when
-    nothing is known (no round, no KV in use)."""
+def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
+    """The mean round (ms) at which the decoding requests would fill the KV cache; inf when
+    nothing is known (no round, no KV in use). The round is the measured one when the engine
+    reports launches (``rounds.RoundMeter``), else pp times the mean recent stage-0 time."""
+    stages = snap.recent_stage_ms
     used = snap.kv_total_tokens - snap.kv_free_tokens
-    if used <= 0 or snap.kv_total_tokens <= 0 or round_ms is None:
+    if used <= 0 or snap.kv_total_tokens <= 0:
+        return INF
+    if measured_round_ms is not None:
+        round_ms = measured_round_ms
+    elif stages:
+        round_ms = pp * sum(stages) / len(stages)
+    else:
         return INF
     return round_ms * snap.kv_total_tokens / used
+
+
+def _instead(priced: Choice, i: int, regime: Regime) -> Choice:
+    """Candidate i instead of the TPOT price's choice, which the inputs record."""
+    costs = priced.costs
+    return Choice(i, regime, costs, (
+        *priced.inputs, ("tpot_choice", float(costs.candidates[priced.index]))))
+
+
+class KeptSizes:
+    """The sizes the deadline check escalated to, each kept until the request it was chosen for
+    has left the queue (its last piece launched, or it was rejected): ``SloRule._in_time``."""
+
+    def __init__(self) -> None:
+        self._size: dict[int, int] = {}  # req_id -> the chunk tokens its escalation chose
+
+    def keep(self, req_id: int, chunk: int) -> None:
+        self._size[req_id] = max(chunk, self._size.get(req_id, 0))
+
+    def largest(self, snap: ChunkSnapshot) -> int:
+        """The largest size kept for a request still queued, 0 if none; forgets the others."""
+        if not self._size:
+            return 0
+        queued = {q.req_id for q in waiting_fcfs(snap)}
+        for req_id in [r for r in self._size if r not in queued]:
+            del self._size[req_id]
+        return max(self._size.values(), default=0)
 
 
 @dataclass(frozen=True)
@@ -66,93 +137,219 @@ class SloRule:
     predictor: StagePredictor
     residual: TileResidual
     rounds: RoundMeter | None = None  # the measured round, when the engine reports launches
-    horizon_s: float = 10.0  # the span the arrival rate is measured over, predicted as far
-    prompts: RecentPrompts = field(default_factory=RecentPrompts)  # the recent P90 prompt's window
+    kept: KeptSizes = field(default_factory=KeptSizes)  # escalations, until their request is served
+    prompts: RecentPrompts = field(default_factory=RecentPrompts)  # the P90 prompt's window
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:
         d_reqs, d_ctx = asking_slot_decodes(snap)
-        n = len(snap.slots) or 1  # a decode-only turn: the mean slot's decodes
-        mean_load = (sum(s.decode_reqs for s in snap.slots) // n,
-                     sum(s.decode_ctx_sum for s in snap.slots) // n)
         costs = predict_costs(self.predictor, candidates, BatchModel.MIXED, chunk_prefix(snap),
-                              d_reqs, d_ctx, decode_load=mean_load,
-                              correct=self.residual.correct_scan)
+                              d_reqs, d_ctx, correct=self.residual.correct_scan)
+        kv_round = kv_round_ms(snap, self.pp, None if self.rounds is None else
+                               self.rounds.mean_round_ms)
+        choice = self._select(snap, costs, arrival_tok_s, d_reqs, kv_round)
+        queue = _DecisionQueue(self, snap)
         self.prompts.see(snap)
-        return _Plan(self, snap, costs, arrival_tok_s, d_reqs).choice()
+        choice = self._floored(queue, costs, kv_round, choice)
+        choice = self._in_time(queue, costs, kv_round, choice)
+        choice = self._eased(queue, costs, arrival_tok_s, kv_round, choice)
+        # the size above the choice, never run (or not lately): tried once if, at its lower
+        # bound, the rule would take it
+        explored = explore_above(self.residual, costs, choice.index, d_reqs)
+        if explored is not None:
+            trial = self._select(snap, explored, arrival_tok_s, d_reqs, kv_round)
+            if trial.index == choice.index + 1:
+                choice = Choice(trial.index, trial.regime, trial.costs, trial.inputs, True)
+        return self._with_slacks(queue, choice)
+
+    def _with_slacks(self, queue: _DecisionQueue, choice: Choice) -> Choice:
+        """The choice with the predicted slacks it was priced at, where a slot decodes: TPOT's,
+        the round of pp stages of its size against SLO_TPOT; TTFT's, the recent P90 prompt's
+        first token alone in the queue (the P90 prompt's floor's drain) against SLO_TTFT, once
+        the floor's window holds enough prompts."""
+        if not choice.regime.priced:
+            return choice  # the nothing-decodes plan predicts tokens within TTFT, not a P90
+        costs, i, slo = choice.costs, choice.index, self.slo
+        tokens = queue.p90_prompt_tokens
+        ttft = None if tokens is None else prompt_first_token_ms(
+            costs, i, tokens, self.pp, queue.gap_ms)
+        return Choice(i, choice.regime, costs, choice.inputs, choice.explored,
+                      ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms,
+                      tpot_slack=1.0 - self.pp * costs.stage_ms[i] / slo.tpot_ms)
+
+    def _floored(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
+                 choice: Choice) -> Choice:
+        """The price's choice raised to the P90 prompt's floor (``prompt_floor``)."""
+        if not choice.regime.floored:
+            return choice  # the nothing-decodes plan sizes for the queue's tokens itself
+        tokens = queue.p90_prompt_tokens
+        if tokens is None:
+            return choice
+        i = prompt_floor(costs, tokens, self.pp, queue.gap_ms, self.slo.ttft_ms, kv_round)
+        if i is None or i <= choice.index:
+            return choice
+        return Choice(i, Regime.P90_PROMPT, costs, (
+            *choice.inputs, ("p90_prompt_tokens", tokens),
+            ("price_choice", float(costs.candidates[choice.index]))))
+
+    def _in_time(self, queue: _DecisionQueue, costs: CandidateCosts, kv_round: float,
+                 choice: Choice) -> Choice:
+        if not choice.regime.raised:
+            return choice  # the nothing-decodes plan: no TPOT price to raise
+        priced = choice
+        kept = self.kept.largest(queue.snap)
+        if kept and kept in costs.candidates and queue.ttft_is_tighter:
+            i = costs.candidates.index(kept)
+            if i > priced.index and costs.stage_ms[i] * self.pp <= kv_round:
+                choice = _instead(priced, i, Regime.KEPT)
+        nxt = choice.index + 1
+        if nxt == len(costs.prefill) or costs.stage_ms[nxt] * self.pp > kv_round:
+            return choice  # nothing larger within the KV budget: nothing to check
+        deadlines, gap = queue.deadlines, queue.gap_ms
+        late = first_late(costs, choice.index, deadlines, self.pp, gap)
+        if late is None:
+            return choice
+        for i in range(nxt, len(costs.prefill)):
+            if costs.stage_ms[i] * self.pp > kv_round:
+                break  # a full cache stalls admission: no size past the KV budget
+            needs = late  # the request the size below brings late: this size is for it
+            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
+            if late is None:
+                self.kept.keep(deadlines[needs][2], costs.candidates[i])
+                return _instead(priced, i, Regime.IN_TIME)
+        return choice
+
+    def _eased(self, queue: _DecisionQueue, costs: CandidateCosts, arrival_tok_s: float,
+               kv_round: float, choice: Choice) -> Choice:
+        """The least size below the price's choice that keeps up with the arriving prompt
+        tokens and brings every queued request in time, while the recent P90 TPOT is closer to
+        its SLO than the recent P90 TTFT to its own and, scaled to the choice's stage, over the
+        price's budget: the price's choice then spends TPOT the SLO does not have on a TTFT
+        margin it does not need. Never below the P90 prompt's floor: the queue of the moment in
+        time says nothing of the long prompts to come."""
+        if choice.index == 0 or not choice.regime.eased or queue.ttft_is_tighter:
+            return choice
+        scaled = queue.scaled_tpot_ms(costs.stage_ms[choice.index])
+        if scaled is not None and scaled <= min(self.slo.tpot_ms, kv_round):
+            return choice  # measured, the choice keeps the price's budget: easing spends TTFT
+        deadlines, gap = queue.deadlines, queue.gap_ms
+        arrival_tok_ms = arrival_tok_s / 1000.0
+        late = None
+        for i in range(choice.index):
+            if costs.prefill[i] <= 0 or costs.supply(i) <= arrival_tok_ms:
+                continue
+            late = first_late(costs, i, deadlines, self.pp, gap, hint=late)
+            if late is None:
+                return _instead(choice, i, Regime.EASED)
+        return choice
+
+    def _select(self, snap: ChunkSnapshot, costs: CandidateCosts, arrival_tok_s: float,
+                d_reqs: int, kv_round: float) -> Choice:
+        pp = self.pp
+        n = len(costs.prefill)
+        queued = snap.queued_prompt_tokens
+        if snap.max_slot_decode_reqs == 0 and queued > 0:
+            arrival_tok_ms = arrival_tok_s / 1000.0
+            within = [tokens_within_ms(costs, i, self.slo.ttft_ms, pp, arrival_tok_ms)
+                      for i in range(n)]
+            best = max(range(n), key=lambda i: (within[i], -costs.stage_ms[i]))
+            if within[best] > 0:
+                return Choice(best, Regime.NO_DECODES_WITHIN_TTFT, costs, (
+                    ("arrival_tok_s", arrival_tok_s), ("tokens_within_ttft", float(within[best])),
+                    ("queued_prompt_tokens", float(queued)), ("slot_decodes", 0.0)))
+            # none brings a token in time or keeps up with the arrivals: the greatest supply
+            idx = max(range(n), key=lambda i: (costs.supply(i), -costs.stage_ms[i]))
+            return Choice(idx, Regime.NO_DECODES_MAX_SUPPLY, costs, (
+                ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
+                ("slot_decodes", 0.0)))
+        budget = min(self.slo.tpot_ms, kv_round)
+        idx = costs.best_supply(pp, budget)
+        if idx is not None:
+            regime = (Regime.MAX_SUPPLY_KV_BOUND if kv_round < self.slo.tpot_ms
+                      else Regime.MAX_SUPPLY)
+        else:
+            # the least stage is the smallest candidate: a larger microbatch is never faster.
+            # ALP's online fit can rank them otherwise where its data are confounded (live CPU
+            # server: 128 below 8-64 under a 5.5 ms SLO); on the simulator the two agree
+            idx = 0
+            regime = Regime.TPOT_TIGHT
+        inputs = (("arrival_tok_s", arrival_tok_s), ("tpot_budget_ms", budget),
+                  ("kv_round_ms", kv_round), ("slot_decodes", float(d_reqs)))
+        if kv_round < self.slo.tpot_ms:
+            kept_up = self._keeping_up(costs, idx, arrival_tok_s / 1000.0)
+            if kept_up is not None:
+                return Choice(kept_up, Regime.KEEP_UP, costs, (
+                    *inputs, ("kv_choice", float(costs.candidates[idx]))))
+        return Choice(idx, regime, costs, inputs)
+
+    def _keeping_up(self, costs: CandidateCosts, idx: int, arrival_tok_ms: float
+                    ) -> int | None:
+        """The least size above candidate ``idx`` (the KV budget's choice) within SLO_TPOT
+        whose supply exceeds the arriving prompt tokens, when ``idx``'s does not; None when
+        ``idx`` keeps up or no size within SLO_TPOT does."""
+        if costs.supply(idx) > arrival_tok_ms:
+            return None
+        for i in range(idx + 1, len(costs.prefill)):
+            if costs.stage_ms[i] * self.pp > self.slo.tpot_ms:
+                return None
+            if costs.supply(i) > arrival_tok_ms:
+                return i
+        return None
 
 
-class _Plan:
-    """One decision: the model's predictions for every candidate and the objective over them."""
+class _DecisionQueue:
+    """What the deadline check and the ease both read in one decision, each computed at most
+    once (the queue scan, the round's gap, the gate's two percentiles)."""
 
-    def __init__(self, rule: SloRule, snap: ChunkSnapshot, costs: CandidateCosts,
-                 arrival_tok_s: float, d_reqs: int) -> None:
-        self.rule, self.costs, self.d_reqs, pp = rule, costs, d_reqs, rule.pp
-        stages = snap.recent_stage_ms  # launch order: each pp in a row make a round
-        longest = [max(stages[k:k + pp]) for k in range(0, len(stages) - pp + 1, pp)]
-        modelled = pp * sum(longest) / len(longest) if longest else None
-        round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
-        self.gap = 0.0 if round_ms is None or modelled is None else \
-            max(0.0, (round_ms - modelled) / pp)
-        self.kv_round = kv_round_ms(snap, modelled if round_ms is None else round_ms)
-        self.decoding = snap.max_slot_decode_reqs > 0
-        self.arrival_tok_ms = arrival_tok_s / 1000.0
-        ttft = rule.slo.ttft_ms
-        terms = queue_deadlines(snap, ttft)
-        prompt = rule.prompts.percentile(SLO_PERCENTILE)
-        # a P90 prompt arriving now, and at the horizon (before ten are seen: the arrivals)
-        queued = snap.queued_prompt_tokens + (prompt or 0.0)
-        terms += [(ttft, queued),
-                  (1000.0 * rule.horizon_s + ttft, queued + arrival_tok_s * rule.horizon_s)]
-        first = first_token_ms([t[1] for t in terms], costs.prefill, costs.stage_ms, self.gap, pp)
-        left = np.array([t[0] for t in terms])
-        met = (first <= left[:, None]).any(axis=1)  # the deadlines some candidate meets
-        met[-2:] = True  # and the arrivals' two, met or not: they stand for the stream
-        self.left, self.tokens = left[met], [t[1] for t, m in zip(terms, met, strict=True) if m]
-        self.slacks = self.price(costs.prefill, costs.stage_ms, first[met])
-        self.inputs = (("arrival_tok_s", arrival_tok_s), ("kv_round_ms", self.kv_round),
-                       ("gap_ms", self.gap), ("slot_decodes", float(d_reqs)),
-                       ("p90_prompt_tokens", -1.0 if prompt is None else prompt),
-                       ("deadlines", float(len(self.tokens))))
+    def __init__(self, rule: SloRule, snap: ChunkSnapshot) -> None:
+        self.rule = rule
+        self.snap = snap
 
-    def price(self, prefill: tuple[int, ...], stage: tuple[float, ...],
-              first: np.ndarray | None = None) -> list[tuple[float | None, ...]]:
-        """(TTFT, TPOT, KV) slack of each candidate; None where unpriced. ``first``: the
-        deadlines' first tokens (``queue_drain.first_token_ms``), when already drained."""
-        rule, gap, kv_round = self.rule, self.gap, self.kv_round
-        if first is None:
-            first = first_token_ms(self.tokens, prefill, stage, gap, rule.pp)
-        ttft = ((self.left[:, None] - first).min(axis=0) / rule.slo.ttft_ms).tolist() \
-            if len(self.tokens) else [None] * len(stage)
-        rounds = steady_tpot(prefill, stage, self.costs.decode_ms, self.arrival_tok_ms, rule.pp,
-                             lost_turn=False, gap_ms=gap)
-        out = []
-        for t, rnd, s in zip(ttft, rounds, stage, strict=True):
-            rnd = rnd if rnd < INF else rule.pp * (s + gap)  # every turn a piece
-            out.append((t, 1.0 - rnd / rule.slo.tpot_ms if self.decoding else None,
-                        1.0 - rnd / kv_round if kv_round < INF else None))
-        return out
+    @cached_property
+    def deadlines(self) -> list[tuple[float, int, int]]:
+        return queue_deadlines(self.snap, self.rule.slo.ttft_ms)
 
-    def key(self, i: int, stage: float, slacks: tuple[float | None, ...]) -> tuple[float, float]:
-        """The objective's order: the smallest slack (inf where no limit is priced), then the
-        greater supply."""
-        smaller = min((s for s in slacks if s is not None), default=INF)
-        step = stage + self.gap
-        return smaller, self.costs.prefill[i] / step if step > 0 else 0.0
+    @cached_property
+    def p90_prompt_tokens(self) -> float | None:
+        """The recent P90 prompt (``prompt_floor.RecentPrompts``), read after this decision's
+        queue was seen."""
+        return self.rule.prompts.percentile(SLO_PERCENTILE)
 
-    def choice(self) -> Choice:
-        costs, inputs, stage, slacks = self.costs, self.inputs, self.costs.stage_ms, self.slacks
-        keys = [self.key(i, s, sl) for i, (s, sl) in enumerate(zip(stage, slacks, strict=True))]
-        best = max(range(len(keys)), key=keys.__getitem__)
-        i, chosen, explored = best, slacks[best], False
-        lower = explore_above(self.rule.residual, costs, best, self.d_reqs)
-        if lower is not None:  # the size above, priced at the choice's stage
-            trial = self.price((costs.prefill[best + 1],), (stage[best],))[0]
-            if self.key(best + 1, stage[best], trial) > keys[best]:
-                i, chosen, explored, costs = best + 1, trial, True, lower
-        ttft, tpot, kv = chosen
-        regime = Regime.WITHIN if self.key(i, costs.stage_ms[i], chosen)[0] >= 0 else \
-            Regime.SHORT
-        if kv is not None:
-            inputs = (*inputs, ("kv_slack", kv))
-        return Choice(i, regime, costs, inputs, explored, ttft_slack=ttft, tpot_slack=tpot)
+    @cached_property
+    def mean_stage_ms(self) -> float | None:
+        stages = self.snap.recent_stage_ms
+        return sum(stages) / len(stages) if stages else None
+
+    @cached_property
+    def p90_tpot_ms(self) -> float | None:
+        return percentile(self.snap.recent_tpot_ms, SLO_PERCENTILE)
+
+    @cached_property
+    def gap_ms(self) -> float:
+        """Rank 0's time between two microbatches that no stage time shows: the measured
+        round's excess over pp * the mean recent stage, per microbatch (0 until measured)."""
+        rounds, mean_stage = self.rule.rounds, self.mean_stage_ms
+        round_ms = None if rounds is None else rounds.mean_round_ms
+        if round_ms is None or mean_stage is None:
+            return 0.0
+        return max(0.0, round_ms / self.rule.pp - mean_stage)
+
+    def scaled_tpot_ms(self, stage_ms: float) -> float | None:
+        """The recent P90 TPOT had every microbatch cost ``stage_ms``: scaled by it over the
+        recent mean stage, each with the round's gap (None until both are measured)."""
+        tpot, mean_stage = self.p90_tpot_ms, self.mean_stage_ms
+        if tpot is None or mean_stage is None:
+            return None
+        return tpot * (stage_ms + self.gap_ms) / (mean_stage + self.gap_ms)
+
+    @cached_property
+    def ttft_is_tighter(self) -> bool:
+        """Whether the recent P90 TTFT is at least as close to its SLO as the recent P90 TPOT
+        to its own (True until both are measured): a kept size spends TPOT on TTFT, an eased
+        one TTFT on TPOT."""
+        slo = self.rule.slo
+        ttft = percentile(self.snap.recent_ttft_ms, SLO_PERCENTILE)
+        tpot = self.p90_tpot_ms
+        if ttft is None or tpot is None:
+            return True
+        return ttft / slo.ttft_ms >= tpot / slo.tpot_ms

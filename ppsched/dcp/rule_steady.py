@@ -18,17 +18,53 @@ A request already late (demand infinite) or no chunk keeping up: the largest mee
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import BatchModel, StagePredictor, chunk_prefix, predict_costs
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rounds import steady_tpot
 from ppsched.dcp.rule_base import Choice, PaperConstants
 from ppsched.dcp.rule_paper import backlog_demand, smallest_feasible
 
 INF = float("inf")
+
+
+def steady_tpot(prefill: Sequence[int], stage: Sequence[float], decode_ms: float, demand: float,
+                pp: int, *, lost_turn: bool, iters: int = 12) -> list[float]:
+    """Mean TPOT (ms) per candidate when prefill turns must carry ``demand`` tokens/ms.
+
+    Each of the pp slots takes one turn per round; a fraction f of turns prefill p tokens with
+    stage time P, the rest decode with stage time D. Every stage serves the round's microbatches
+    in order and a slot waits for its own result, so a round lasts pp * (longest stage in it):
+    R(f) = pp (P - (P - D)(1 - f)^pp) with turns independent. Keeping up needs
+    pp f p = demand R(f), solved by fixed-point iteration from f = demand D / p. A decode advances
+    once per round, or only in the (1 - f) of its slot's turns that are not prefill when
+    ``lost_turn`` (SGLang's default loop: a prefill batch carries no decodes). inf where the
+    candidate cannot keep up (f >= 1).
+    """
+    out = []
+    for p, big in zip(prefill, stage, strict=True):
+        if p <= 0:
+            out.append(INF)
+            continue
+        excess = big - decode_ms
+        f = demand * decode_ms / p
+        for _ in range(iters):
+            if f >= 1.0:
+                break
+            nxt = demand * (big - excess * (1.0 - f) ** pp) / p
+            done = abs(nxt - f) < 1e-6
+            f = nxt
+            if done:
+                break
+        if f >= 1.0:
+            out.append(INF)
+            continue
+        rnd = pp * (big - excess * (1.0 - f) ** pp)
+        out.append(rnd / (1.0 - f) if lost_turn else rnd)
+    return out
 
 
 @dataclass(frozen=True)
