@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable
 from functools import cache
 
+from ppsched.predictor.rls_kernels import gain_source, update_source
+
 # (weight index, one-sided: anchored only while the weight is negative, the level prior: its
 # mean and precision follow the device scale and it has Student-t tails)
 AnchorLayout = tuple[tuple[int, bool, bool], ...]
@@ -28,11 +30,6 @@ AlpStep = Callable[[list[list[float]], list[float], list[float], float, float,
 
 def _names(prefix: str, n: int) -> str:
     return ", ".join(f"{prefix}{j}" for j in range(n)) + ("," if n == 1 else "")
-
-
-def _dot(row: str, vec: str, n: int) -> str:
-    """sum(map(mul, row, vec)) as sum() forms it: from 0, left to right."""
-    return "0.0 + " + " + ".join(f"{row}{j} * {vec}{j}" for j in range(n))
 
 
 def _v(i: int, j: int) -> str:
@@ -53,14 +50,8 @@ def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float
                for i in range(n))]
     # rls_step: px = P x, denom = forgetting + x . px, k = px / denom, w += k err,
     # P = (P - k px^T) / forgetting
-    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
-    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
-              "    if not (denom > 0 and isfinite(denom)):",
-              "        return -1",
-              "    inv_lambda = 1.0 / forgetting"]
-    for i in range(n):
-        lines += [f"    k{i} = px{i} / denom", f"    w{i} += k{i} * err"]
-        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    lines += [*gain_source(n), "    if not (denom > 0 and isfinite(denom)):", "        return -1",
+              *update_source(n, "w{i}")]
     # _anchor: one pseudo-observation per prior, P -= (pa / denom) pa^T, w += pa gain
     lines += ["    forgotten = 1.0 - forgetting",
               "    if forgotten > 0.0:"]

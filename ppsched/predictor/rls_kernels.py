@@ -24,9 +24,25 @@ RelativeRlsStep = Callable[[list[list[float]], list[float], list[float], float, 
                            bool]
 
 
-def _dot(row: str, vec: str, n: int) -> str:
+def dot_source(row: str, vec: str, n: int) -> str:
     """sum(map(mul, row, vec)) as sum() forms it: from 0, left to right."""
     return "0.0 + " + " + ".join(f"{row}{j} * {vec}{j}" for j in range(n))
+
+
+def gain_source(n: int) -> list[str]:
+    """The RLS step's px = P x and denom = forgetting + x . px, over unpacked ``r{i}_{j}``."""
+    return [*(f"    px{i} = {dot_source(f'r{i}_', 'x', n)}" for i in range(n)),
+            f"    denom = forgetting + ({dot_source('x', 'px', n)})"]
+
+
+def update_source(n: int, weight: str) -> list[str]:
+    """The RLS step's k = px / denom, w += k err and P = (P - k px^T) / forgetting into the upper
+    triangle ``v{i}_{j}``; ``weight`` names weight i in the generated code (a format of i)."""
+    lines = ["    inv_lambda = 1.0 / forgetting"]
+    for i in range(n):
+        lines += [f"    k{i} = px{i} / denom", f"    {weight.format(i=i)} += k{i} * err"]
+        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    return lines
 
 
 def _rows(n: int) -> list[str]:
@@ -49,14 +65,8 @@ def rls_step(n: int) -> RlsStep:
     lines = ["def step(p, w, x, err, forgetting, guard):",
              f"    {', '.join(f'x{j}' for j in range(n))}{',' if n == 1 else ''} = x",
              *_rows(n)]
-    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
-    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
-              "    if guard and not (denom > 0 and isfinite(denom)):",
-              "        return False",
-              "    inv_lambda = 1.0 / forgetting"]
-    for i in range(n):
-        lines += [f"    k{i} = px{i} / denom", f"    w[{i}] += k{i} * err"]
-        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    lines += [*gain_source(n), "    if guard and not (denom > 0 and isfinite(denom)):",
+              "        return False", *update_source(n, "w[{i}]")]
     lines += _store(n) + ["    return True"]
     namespace: dict = {"isfinite": math.isfinite}
     exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
@@ -89,12 +99,7 @@ def relative_rls_step(n: int, cov_limit: float) -> RelativeRlsStep:
              *(f"    x{j} = y{j} * inv_y" for j in range(n)),
              "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
              *_rows(n)]
-    lines += [f"    px{i} = {_dot(f'r{i}_', 'x', n)}" for i in range(n)]
-    lines += [f"    denom = forgetting + ({_dot('x', 'px', n)})",
-              "    inv_lambda = 1.0 / forgetting"]
-    for i in range(n):
-        lines += [f"    k{i} = px{i} / denom", f"    w[{i}] += k{i} * err"]
-        lines += [f"    v{i}_{j} = (r{i}_{j} - k{i} * px{j}) * inv_lambda" for j in range(i, n)]
+    lines += [*gain_source(n), *update_source(n, "w[{i}]")]
     lines += _store(n)
     lines += ["    return " + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))]
     namespace: dict = {"COV_LIMIT": cov_limit}
