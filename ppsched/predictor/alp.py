@@ -175,16 +175,17 @@ class ALPredictor:
 
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
-        return self._x_of(shape_sums(shape), shape.decode_ctx_sum)
+        sums = shape_sums(shape)
+        lin = self._linear(sums[0])
+        return lin, self._x_of(sums, lin)
 
-    def _x_of(self, sums: ShapeSums, decode_ctx: int) -> tuple[float, list[float]]:
-        """``_x`` from the shape's sums (``features``' values, computed once per update)."""
-        tokens, cross, square, _, _, _ = sums
-        lin = self._linear(tokens)
+    def _x_of(self, sums: ShapeSums, lin: float) -> list[float]:
+        """The feature vector from the shape's sums and its linear term ``lin``."""
+        _, cross, square, _, decode_ctx, _ = sums
         x = [cross / PREFIX_SCALE, square / EXTEND_SCALE, decode_ctx / DECODE_SCALE, BIAS]
         if self.correct_linear_online:
             x.append(lin / LINEAR_SCALE)
-        return lin, x
+        return x
 
     def predict(self, shape: BatchShape) -> float:
         """Predicted ms of one stage for this batch: the device fit's inside its box while it
@@ -269,18 +270,13 @@ class ALPredictor:
         if not (math.isfinite(measured_ms) and measured_ms > 0):
             return  # a failed or empty measurement teaches nothing
         sums = self._sums(shape)
-        _, cross, square, _, decode_ctx, _ = sums
-        lin = self._sums_lin  # ``_x_of``, inlined: once per stage measurement
-        x = [cross / PREFIX_SCALE, square / EXTEND_SCALE, decode_ctx / DECODE_SCALE, BIAS]
-        if self.correct_linear_online:
-            x.append(lin / LINEAR_SCALE)
+        lin = self._sums_lin
+        x = self._x_of(sums, lin)
         predicted = lin + sum(map(mul, self.weights, x))  # in the profile's units
         if self.fit is not None:
             self._second_opinion(sums, predicted * self.scale, measured_ms)
-        if self.correct_linear_online and predicted > 0:  # ``_learn_scale``, inlined
-            gain = max(1.0 / (self.scale_updates + 1), 1.0 - self.forgetting)
-            self.scale *= math.exp(gain * math.log(measured_ms / (self.scale * predicted)))
-            self.scale_updates += 1
+        if self.correct_linear_online and predicted > 0:
+            self._learn_scale(measured_ms / (self.scale * predicted))
         measured_ms /= self.scale  # the RLS below works in the profile's units
         err = measured_ms - predicted
         limit = self.residual_clip * measured_ms  # outliers move w by at most 40% of the value

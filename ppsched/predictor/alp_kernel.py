@@ -16,7 +16,14 @@ import math
 from collections.abc import Callable
 from functools import cache
 
-from ppsched.predictor.rls_kernels import gain_source, update_source
+from ppsched.predictor.rls_kernels import (
+    entry_source,
+    gain_source,
+    names_source,
+    rows_source,
+    store_source,
+    update_source,
+)
 
 # (weight index, one-sided: anchored only while the weight is negative, the level prior: its
 # mean and precision follow the device scale and it has Student-t tails)
@@ -28,26 +35,15 @@ AlpStep = Callable[[list[list[float]], list[float], list[float], float, float,
                     tuple[float, ...], float], int]
 
 
-def _names(prefix: str, n: int) -> str:
-    return ", ".join(f"{prefix}{j}" for j in range(n)) + ("," if n == 1 else "")
-
-
-def _v(i: int, j: int) -> str:
-    """The covariance entry (i, j), read from the upper triangle as the kernels keep it."""
-    return f"v{min(i, j)}_{max(i, j)}"
-
-
 @cache
 def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float,
              cov_limit: float) -> AlpStep:
     """The fused step for ``n`` weights and the priors in ``layout`` (in ``_anchor``'s order;
     ``precisions`` holds each one's base precision in the same order)."""
     lines = ["def step(p, w, x, err, forgetting, precisions, scale):",
-             f"    {_names('x', n)} = x",
-             f"    {_names('w', n)} = w",
-             f"    {_names('r', n)} = p",
-             *(f"    {', '.join(f'r{i}_{j}' for j in range(n))}{',' if n == 1 else ''} = r{i}"
-               for i in range(n))]
+             f"    {names_source('x', n)} = x",
+             f"    {names_source('w', n)} = w",
+             *rows_source(n)]
     # rls_step: px = P x, denom = forgetting + x . px, k = px / denom, w += k err,
     # P = (P - k px^T) / forgetting
     lines += [*gain_source(n), "    if not (denom > 0 and isfinite(denom)):", "        return -1",
@@ -60,8 +56,8 @@ def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float
         if one_sided:  # anchored unless the weight is >= 0 (a NaN weight is anchored)
             lines.append(f"{ind}if not w{a} >= 0.0:")
             ind += "    "
-        lines += [f"{ind}{', '.join(f'a{j}' for j in range(n))}{',' if n == 1 else ''} = "
-                  f"{', '.join(_v(a, j) for j in range(n))}{',' if n == 1 else ''}",
+        lines += [f"{ind}{names_source('a', n)} = "
+                  f"{', '.join(entry_source(a, j) for j in range(n))}{',' if n == 1 else ''}",
                   f"{ind}precision = precisions[{m}]",
                   f"{ind}prior = 0.0"]
         if level:
@@ -74,8 +70,7 @@ def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float
         for i in range(n):
             lines += [f"{ind}w{i} += a{i} * gain", f"{ind}k{i} = a{i} / denom"]
             lines += [f"{ind}v{i}_{j} = v{i}_{j} - k{i} * a{j}" for j in range(i, n)]
-    lines += [f"    r{i}[:] = [{', '.join(_v(i, j) for j in range(n))}]" for i in range(n)]
-    lines += [f"    w[:] = [{', '.join(f'w{j}' for j in range(n))}]",
+    lines += [*store_source(n), f"    w[:] = [{', '.join(f'w{j}' for j in range(n))}]",
               "    healthy = (" + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))
               + " and " + " and ".join(f"isfinite(w{i})" for i in range(n)) + ")",
               "    return 1 if healthy else 0"]

@@ -147,8 +147,8 @@ class DeviceFit:
         # k = P xs / (lambda + xs'P xs), w += k err, P = (P - k (P xs)^T) / lambda
         healthy = _RLS_STEP(self.cov, self.weights, x, 1.0 / (RELATIVE_NOISE * measured_ms),
                             1.0 / RELATIVE_NOISE, self.forgetting)
-        if not (self.covers(x) if inside is None else inside):  # widen the box (most batches
-            # already lie inside it)
+        # widen the box (most batches already lie inside it)
+        if not (self.covers(x) if inside is None else inside):
             low, high = self.low, self.high
             for i, v in enumerate(x):
                 if v < low[i]:

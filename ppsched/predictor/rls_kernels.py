@@ -45,15 +45,25 @@ def update_source(n: int, weight: str) -> list[str]:
     return lines
 
 
-def _rows(n: int) -> list[str]:
-    """Unpack the rows, read the upper triangle, and write both triangles back."""
-    return [f"    {', '.join(f'r{i}' for i in range(n))}{',' if n == 1 else ''} = p",
-            *(f"    {', '.join(f'r{i}_{j}' for j in range(n))}{',' if n == 1 else ''} = r{i}"
-              for i in range(n))]
+def names_source(prefix: str, n: int) -> str:
+    """``prefix0, prefix1, ...``: a tuple target or value (a trailing comma for one name)."""
+    return ", ".join(f"{prefix}{j}" for j in range(n)) + ("," if n == 1 else "")
 
 
-def _store(n: int) -> list[str]:
-    return [f"    r{i}[:] = [{', '.join(f'v{min(i, j)}_{max(i, j)}' for j in range(n))}]"
+def entry_source(i: int, j: int) -> str:
+    """The covariance entry (i, j), read from the upper triangle ``v{i}_{j}``."""
+    return f"v{min(i, j)}_{max(i, j)}"
+
+
+def rows_source(n: int) -> list[str]:
+    """Unpack the rows of ``p`` and every row's entries ``r{i}_{j}``."""
+    return [f"    {names_source('r', n)} = p",
+            *(f"    {names_source(f'r{i}_', n)} = r{i}" for i in range(n))]
+
+
+def store_source(n: int) -> list[str]:
+    """Write the upper triangle back into both triangles of every row."""
+    return [f"    r{i}[:] = [{', '.join(entry_source(i, j) for j in range(n))}]"
             for i in range(n)]
 
 
@@ -63,11 +73,10 @@ def rls_step(n: int) -> RlsStep:
     with ``guard``, a denom that is not finite and > 0 returns False and changes nothing.
     Otherwise k = px / denom, w += k err, P = (P - k px^T) / forgetting; returns True."""
     lines = ["def step(p, w, x, err, forgetting, guard):",
-             f"    {', '.join(f'x{j}' for j in range(n))}{',' if n == 1 else ''} = x",
-             *_rows(n)]
+             f"    {names_source('x', n)} = x", *rows_source(n)]
     lines += [*gain_source(n), "    if guard and not (denom > 0 and isfinite(denom)):",
               "        return False", *update_source(n, "w[{i}]")]
-    lines += _store(n) + ["    return True"]
+    lines += store_source(n) + ["    return True"]
     namespace: dict = {"isfinite": math.isfinite}
     exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
     return namespace["step"]
@@ -78,12 +87,11 @@ def anchor_step(n: int) -> AnchorStep:
     """``step(p, w, pa, gain, denom)`` (``pa``: a copy of row a of P before the step):
     w += pa gain, P = P - (pa / denom) pa^T -- ALP's pseudo-observation of one prior."""
     lines = ["def step(p, w, pa, gain, denom):",
-             f"    {', '.join(f'a{j}' for j in range(n))}{',' if n == 1 else ''} = pa",
-             *_rows(n)]
+             f"    {names_source('a', n)} = pa", *rows_source(n)]
     for i in range(n):
         lines += [f"    w[{i}] += a{i} * gain", f"    k{i} = a{i} / denom"]
         lines += [f"    v{i}_{j} = r{i}_{j} - k{i} * a{j}" for j in range(i, n)]
-    lines += _store(n)
+    lines += store_source(n)
     namespace: dict = {}
     exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
     return namespace["step"]
@@ -95,12 +103,12 @@ def relative_rls_step(n: int, cov_limit: float) -> RelativeRlsStep:
     (``DeviceFit.update``): xs = x inv_y, err = target - w . xs, then ``rls_step``'s update with
     xs, unguarded. Returns whether every diagonal of the new P lies in (0, cov_limit)."""
     lines = ["def step(p, w, x, inv_y, target, forgetting):",
-             f"    {', '.join(f'y{j}' for j in range(n))}{',' if n == 1 else ''} = x",
+             f"    {names_source('y', n)} = x",
              *(f"    x{j} = y{j} * inv_y" for j in range(n)),
              "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
-             *_rows(n)]
+             *rows_source(n)]
     lines += [*gain_source(n), *update_source(n, "w[{i}]")]
-    lines += _store(n)
+    lines += store_source(n)
     lines += ["    return " + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))]
     namespace: dict = {"COV_LIMIT": cov_limit}
     exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone

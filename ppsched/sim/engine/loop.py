@@ -273,10 +273,11 @@ class Engine:
                 f"{st.decoding} decoding, KV free {st.kv.free()}/{st.kv.capacity}")
         # the slots' running context sums held: at the end (nothing in flight) each equals its
         # decode set's KV (0 once every request finished); a drift would never cancel out
-        for slot, members in enumerate(st.members):
-            if not self.stopped and st.slot_ctx[slot] != sum(r.kv for r in members):
+        for slot, members in enumerate(() if self.stopped else st.members):
+            held = sum(r.kv for r in members)
+            if st.slot_ctx[slot] != held:
                 raise SimInvariantError(f"slot {slot}: context sum {st.slot_ctx[slot]} != its "
-                                        f"decode set's KV {sum(r.kv for r in members)}")
+                                        f"decode set's KV {held}")
         self.feed.flush(float("inf"), st.recent_stage)
         self.end_s = self.now
 
