@@ -117,10 +117,25 @@ def _retract_order(req: Req) -> tuple[int, int, float]:
     return (req.generated, -req.prompt, -req.arrival_s)
 
 
+def _arrival_order(req: Req) -> tuple[float, int]:
+    return (req.arrival_s, req.rid)
+
+
 def _trim(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int, now: float,
           members: list[Req]) -> tuple[list[Req], dict | None]:
     trimmer = feed.trimmer
     assert trimmer is not None
+    settled = getattr(trimmer, "settled_reason", None)
+    if settled is not None and settled(
+            len(members), lambda: tuple(len(m) for m in st.members),
+            st.kv.free() / st.kv.capacity if st.kv.capacity else 0.0,
+            lambda limit: st.queued_tokens > limit) is not None:
+        # Nobody is held whichever requests the slot has (decided from counts, as the plugin
+        # does): ``select`` would run them all in arrival order, so skip building the snapshot.
+        run = sorted(members, key=_arrival_order)
+        for req in run:
+            req.held_streak = 0
+        return run, None
     decision = trimmer.select(decode_snapshot(st, slot, now))
     by_id = {r.rid: r for r in members}
     run_ids, hold_ids = list(decision.run_ids), list(decision.hold_ids)
