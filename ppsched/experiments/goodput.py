@@ -357,20 +357,11 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
                                                               longer),
                        setup.base_slo.scaled(row.slo_scale))
 
-    rows = list(table.itertuples())
-    first = [None if r.goodput_rps <= 0 or r.run_policy == "none"
-             else submit(r, r.goodput_rps, first_seed) for r in rows]
-    out = table.copy()
-    out["search_goodput_rps"] = table["goodput_rps"]
-    cols: dict[str, list] = {k: [] for k in ("goodput_rps", "verify", "verify_seed",
-                                             "verify_measure_s", "verify_p90_ttft_ms",
-                                             "verify_p90_tpot_ms", "verify_reason",
-                                             "verify_tried")}
-    for row, future in zip(rows, first, strict=True):
+    def settle(row, future: Future | None) -> tuple:
+        """The verify columns of one row: its first long run, then its own lowering ladder."""
         if future is None:
-            _append(cols, row.goodput_rps, "n/a", math.nan, math.nan, None,
+            return (row.goodput_rps, "n/a", math.nan, math.nan, None,
                     "goodput 0: nothing to verify", "")
-            continue
         result, rate, seed = judge(row, future), row.goodput_rps, first_seed
         first_result = result
         tried = [f"{rate:.4g}@{seed}:{int(result.ok)}"]
@@ -388,9 +379,25 @@ def verify_table(runner: Runner, setup: Setup, workload: WorkloadSpec, window: W
         if not result.ok:  # FAIL: report the search's rate and its own long run, to the end
             rate, seed = row.goodput_rps, first_seed
             result = judge(row, submit(row, rate, seed, False)) if stop_early else first_result
-        _append(cols, rate, "pass" if result.ok else "FAIL", seed,
+        return (rate, "pass" if result.ok else "FAIL", seed,
                 window_at(workload, rate, longer).measure_s, result, result.reason,
                 ";".join(tried))
+
+    rows = list(table.itertuples())
+    first = [None if r.goodput_rps <= 0 or r.run_policy == "none"
+             else submit(r, r.goodput_rps, first_seed) for r in rows]
+    out = table.copy()
+    out["search_goodput_rps"] = table["goodput_rps"]
+    cols: dict[str, list] = {k: [] for k in ("goodput_rps", "verify", "verify_seed",
+                                             "verify_measure_s", "verify_p90_ttft_ms",
+                                             "verify_p90_tpot_ms", "verify_reason",
+                                             "verify_tried")}
+    # Each row's ladder waits on its own runs only: the ladders walk down side by side (a row's
+    # columns depend on its own runs alone, so the table is the same in any order).
+    with ThreadPoolExecutor(max_workers=max(1, len(rows))) as pool:
+        settled = list(pool.map(settle, rows, first))
+    for values in settled:
+        _append(cols, *values)
     for name, values in cols.items():
         out[name] = values
     base = out[out.policy == BASELINE_KEY].set_index("slo_scale")
