@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -146,25 +146,28 @@ def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> 
                    duration_s=window.arrivals_s, resample=True)
 
 
-def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
-            policy_key: str, scales: Sequence[float], settings: SearchSettings
-            ) -> dict[float, Measured]:
-    policy = get_policy(policy_key)
-    per_scale: dict[float, list[SearchResult]] = {s: [] for s in scales}
+SeedSearch = Callable[[str, int, "dict[float, float] | None", bool], dict[float, SearchResult]]
+
+
+def seed_searcher(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
+                  scales: Sequence[float], settings: SearchSettings) -> SeedSearch:
+    """``search(policy_key, i, first, reseed)``: seed ``setup.seed + i``'s search of one policy
+    over ``scales`` (``first``: seed 0's goodput per scale, None for seed 0 itself; ``reseed``
+    False: only the scales where seed 0 found none, ``_seed_search``)."""
     loosest = setup.base_slo.scaled(max(scales))
 
     def stop_at(rate: float) -> StopRule | None:
         # the window the run's verdict reads (a replay's depends on its speed factor)
         return stop_rule(settings, window_at(workload, rate, window), loosest)
 
-    for i in range(settings.seeds):
+    def search(policy_key: str, i: int, first: dict[float, float] | None, reseed: bool
+               ) -> dict[float, SearchResult]:
         seed = setup.seed + i
         # SLO-blind policies: one config for all scales (make_config ignores the SLO given).
-        config = make_config(policy, replace(setup, seed=seed),
+        config = make_config(get_policy(policy_key), replace(setup, seed=seed),
                              setup.base_slo.scaled(scales[0]))
 
-        def evaluate(rates: Sequence[float], config=config, seed=seed
-                     ) -> list[dict[float, bool]]:
+        def evaluate(rates: Sequence[float]) -> list[dict[float, bool]]:
             futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window),
                                              stop=stop_at(r))) for r in rates]
             return [{s: verdict(f.result().records, replay_window(f.result().task.workload,
@@ -172,15 +175,22 @@ def _search(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window
                                 setup.base_slo.scaled(s)).ok
                      for s in scales} for f in futures]
 
-        found = _seed_search(evaluate, scales, settings,
-                             {s: per_scale[s][0].goodput_rps for s in scales} if i else None)
-        for scale, result in found.items():
-            per_scale[scale].append(result)
-    return {s: Measured(tuple(v)) for s, v in per_scale.items()}
+        return _seed_search(evaluate, scales, settings, first, reseed)
+    return search
+
+
+def _search(search: SeedSearch, policy_key: str, scales: Sequence[float], seeds: int
+            ) -> dict[float, Measured]:
+    """Every seed of one policy: seed 0 from the start, later seeds around its goodput."""
+    found = [search(policy_key, 0, None, True)]
+    first = {s: found[0][s].goodput_rps for s in scales}
+    found += [search(policy_key, i, first, True) for i in range(1, seeds)]
+    return {s: Measured(tuple(r[s] for r in found)) for s in scales}
 
 
 def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: SearchSettings,
-                 first: dict[float, float] | None) -> dict[float, SearchResult]:
+                 first: dict[float, float] | None, reseed: bool = True
+                 ) -> dict[float, SearchResult]:
     """One seed's search. Seed 0 (``first`` None) searches from ``settings.start``; a later seed
     starts each scale at seed 0's goodput with ``reseed_growth`` steps, and searches from the
     start only the scales where seed 0 found none. Per scale, so every policy is searched the
@@ -190,11 +200,14 @@ def _seed_search(evaluate: BatchEvaluate, scales: Sequence[float], settings: Sea
     A scale where seed 0 found none first runs the start and the lowest rung of the start's
     ladder (``lowest_rung``) together: when both fail, the goodput is 0 after two runs, as the
     whole ladder (five runs from 2 req/s) would find under a monotone verdict; when either
-    passes, the search from the start runs as it would have (the two runs are reused)."""
+    passes, the search from the start runs as it would have (the two runs are reused).
+
+    ``reseed`` False leaves the reseeded scales out (no result for them): the scales where seed 0
+    found none are searched apart from them, so their results are the same either way."""
     reseeded = [s for s in scales if first is not None and first[s] > 0]
     fresh = [s for s in scales if s not in reseeded]
     found: dict[float, SearchResult] = {}
-    if reseeded:
+    if reseeded and reseed:
         found.update(joint_search(evaluate, reseeded, start={s: first[s] for s in reseeded},
                                   growth=settings.reseed_growth, floor=settings.floor,
                                   rel_tol=settings.rel_tol, max_steps=settings.max_steps,
@@ -234,6 +247,15 @@ def _policy_keys(policies: Sequence[str]) -> list[str]:
     return keys
 
 
+def _unreported_candidates(policies: Sequence[str]) -> list[str]:
+    """oracle-static's candidates that no row reports on its own (oracle_search may leave out
+    their later seeds where they cannot win); static-2048 is always the baseline's row."""
+    if "oracle-static" not in policies:
+        return []
+    keys = [f"static-{c}" for c in ORACLE_CANDIDATES]
+    return [k for k in keys if k not in policies and k != BASELINE_KEY]
+
+
 def _tried(measured: Measured) -> str:
     return " | ".join(f"seed{i}: " + ";".join(f"{r:.4g}:{int(ok)}" for r, ok in res.tried)
                       for i, res in enumerate(measured.per_seed))
@@ -255,20 +277,33 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                   policies: Sequence[str], scales: Sequence[float],
                   settings: SearchSettings = SearchSettings()) -> pd.DataFrame:
     """One row per (policy, scale); ``ratio_vs_2048`` against static-2048 at the same scale."""
+    from ppsched.experiments.oracle_search import search_candidates  # it builds on this module
+
     window = settings.window or measurement_window(workload, setup.base_slo)
+    candidates = _unreported_candidates(policies)
     groups: list[tuple[str, tuple[float, ...]]] = []
     for key in _policy_keys(policies):
+        if key in candidates:
+            continue
         if get_policy(key).reads_slo:
             groups += [(key, (s,)) for s in scales]
         else:
             groups.append((key, tuple(scales)))
-    with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
-        futures = [pool.submit(_search, runner, setup, workload, window, key, group, settings)
+
+    def searcher(group: Sequence[float]) -> SeedSearch:
+        return seed_searcher(runner, setup, workload, window, group, settings)
+
+    with ThreadPoolExecutor(max_workers=len(groups) + 1) as pool:
+        futures = [pool.submit(_search, searcher(group), key, group, settings.seeds)
                    for key, group in groups]
+        oracle = pool.submit(search_candidates, searcher(tuple(scales)), candidates,
+                             tuple(scales), settings.seeds) if candidates else None
         results: dict[tuple[str, float], Measured] = {}
         for (key, _), future in zip(groups, futures, strict=True):
             for scale, measured in future.result().items():
                 results[(key, scale)] = measured
+        if oracle is not None:
+            results.update(oracle.result())
 
     over, share = _over_context(workload, setup)
     rows = []
