@@ -43,7 +43,7 @@ from ppsched.experiments.recorded_arrivals import (
 from ppsched.experiments.runner import Runner, RunTask
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.metrics.early_stop import StopRule
-from ppsched.metrics.steady import Verdict, Window, verdict, window_for
+from ppsched.metrics.steady import Verdict, Window, verdict, verdicts, window_for
 
 GOODPUT_COLUMNS = (
     "model", "workload", "policy", "controller", "slo_scale", "goodput_rps", "goodput_median",
@@ -170,10 +170,10 @@ def seed_searcher(runner: Runner, setup: Setup, workload: WorkloadSpec, window: 
         def evaluate(rates: Sequence[float]) -> list[dict[float, bool]]:
             futures = [runner.submit(RunTask(config, run_spec(workload, r, seed, window),
                                              stop=stop_at(r))) for r in rates]
-            return [{s: verdict(f.result().records, replay_window(f.result().task.workload,
-                                                                  window),
-                                setup.base_slo.scaled(s)).ok
-                     for s in scales} for f in futures]
+            slos = [setup.base_slo.scaled(s) for s in scales]
+            return [{s: v.ok for s, v in zip(scales, verdicts(
+                        f.result().records, replay_window(f.result().task.workload, window),
+                        slos), strict=True)} for f in futures]
 
         return _seed_search(evaluate, scales, settings, first, reseed)
     return search

@@ -126,13 +126,18 @@ def _p90s(ttft: np.ndarray, tpot: np.ndarray) -> tuple[float, float]:
 
 def verdict(records: Sequence[RequestRecord], window: Window, slo: Slo) -> Verdict:
     """Score one run (``slo`` already scaled) on the requests of its measurement window."""
-    arrival = np.fromiter((r.arrival_s for r in records), float, len(records))
-    done = np.fromiter((not r.rejected and math.isfinite(r.first_token_s)
-                        and math.isfinite(r.finish_s) for r in records), bool, len(records))
-    first = np.fromiter((r.first_token_s for r in records), float, len(records))
-    finish = np.fromiter((r.finish_s for r in records), float, len(records))
-    out = np.fromiter((r.output_tokens for r in records), float, len(records))
-    rejected = np.fromiter((r.rejected for r in records), bool, len(records))
+    return verdicts(records, window, (slo,))[0]
+
+
+def verdicts(records: Sequence[RequestRecord], window: Window, slos: Sequence[Slo]
+             ) -> list[Verdict]:
+    """``verdict`` at each SLO of ``slos``: the window's P90s and balance are computed once (a
+    run of a policy that does not read the SLO is judged at every scale)."""
+    columns = np.array([(r.arrival_s, r.first_token_s, r.finish_s, r.output_tokens, r.rejected)
+                        for r in records], dtype=float).reshape(-1, 5)
+    arrival, first, finish, out = columns[:, 0], columns[:, 1], columns[:, 2], columns[:, 3]
+    rejected = columns[:, 4] != 0
+    done = ~rejected & np.isfinite(first) & np.isfinite(finish)
     start = float(arrival.min()) if len(records) else 0.0
     rel = arrival - start
     measured = (rel >= window.warmup_s) & (rel < window.end_s)
@@ -153,8 +158,12 @@ def verdict(records: Sequence[RequestRecord], window: Window, slo: Slo) -> Verdi
     arrivals = int(((rel >= half) & (rel < window.end_s)).sum())
     departures = int(((leave >= half) & (leave < window.end_s)).sum())
     balance = departures / arrivals if arrivals else 0.0
-    meets = bool(measured.any() and p90_ttft <= slo.ttft_ms and p90_tpot <= slo.tpot_ms)
-    stable = bool(balance >= 1 - BALANCE_TOLERANCE and tail.any()
+    count, any_measured, any_tail = int(measured.sum()), bool(measured.any()), bool(tail.any())
+    out_verdicts = []
+    for slo in slos:
+        meets = any_measured and p90_ttft <= slo.ttft_ms and p90_tpot <= slo.tpot_ms
+        stable = (balance >= 1 - BALANCE_TOLERANCE and any_tail
                   and tail_ttft <= slo.ttft_ms and tail_tpot <= slo.tpot_ms)
-    return Verdict(int(measured.sum()), p90_ttft, p90_tpot, tail_ttft, tail_tpot, balance,
-                   meets, stable)
+        out_verdicts.append(Verdict(count, p90_ttft, p90_tpot, tail_ttft, tail_tpot, balance,
+                                    bool(meets), bool(stable)))
+    return out_verdicts
