@@ -112,7 +112,8 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
     png, csv = plot_goodput(table, out)
     table.to_csv(out / "goodput.csv", index=False)
     print(format_table(table))
-    print(f"runs: {runner.computed} simulated, {runner.reused} from cache")
+    print(f"runs: {runner.computed} simulated, {runner.reused} from cache, "
+          f"{runner.same_as_twin} with DS taken from the same run without DS")
     return table, png, csv
 
 

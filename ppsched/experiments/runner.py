@@ -26,6 +26,7 @@ import pandas as pd
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
+from ppsched.experiments.ds_twin import same_trajectory, twin_summary, twin_task
 from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
@@ -123,6 +124,7 @@ class Runner:
         self._lock = threading.Lock()
         self.computed = 0
         self.reused = 0
+        self.same_as_twin = 0  # runs with DS answered by their run without DS (``ds_twin``)
 
     def __enter__(self) -> Runner:
         return self
@@ -142,21 +144,48 @@ class Runner:
                 return known[0]
             cached = self.cache.get(key, need_iterations=task.keep_iterations)
             future: Future = Future()
+            twin = twin_task(task) if cached is None else None
             if cached is not None:
                 future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
                                              str(cached.path)))
                 self.reused += 1
                 self.progress.add()
                 self.progress.finish_one(cached=True)
-            else:
-                # Submitted before it is counted: an executor that cannot start (no Ray cluster
-                # at --ray-address) leaves no half-drawn progress line above its error.
-                remote = self._executor.submit(compute, task, self.simulate_ref)
-                self.computed += 1
-                self.progress.add()
-                remote.add_done_callback(partial(self._store, task, key, future))
+            elif twin is None:
+                self._compute(task, key, future)
             self._futures[key] = (future, task.keep_iterations)
-            return future
+        if twin is not None:  # outside the lock: submitting the twin takes it
+            self.submit(twin).add_done_callback(partial(self._from_twin, task, key, future))
+        return future
+
+    def _compute(self, task: RunTask, key: str, future: Future) -> None:
+        # Submitted before it is counted: an executor that cannot start (no Ray cluster at
+        # --ray-address) leaves no half-drawn progress line above its error.
+        remote = self._executor.submit(compute, task, self.simulate_ref)
+        self.computed += 1
+        self.progress.add()
+        remote.add_done_callback(partial(self._store, task, key, future))
+
+    def _from_twin(self, task: RunTask, key: str, future: Future, twin: Future) -> None:
+        """A run with DS: its twin without DS's records when DS could not have acted there
+        (``ds_twin``), else simulated on its own."""
+        try:
+            outcome: RunOutcome = twin.result()
+            same = same_trajectory(task, outcome.summary)
+        except BaseException:  # noqa: BLE001 - the run's own simulation reports its error
+            same = False
+        if not same:
+            with self._lock:
+                self._compute(task, key, future)
+            return
+        try:
+            summary = twin_summary(task, outcome.key, outcome.summary)
+            result = RunResult(outcome.records, summary, outcome.iterations(),
+                               code_fingerprint(), socket.gethostname())
+            future.set_result(store(self.cache.root, key, task, result))
+            self.same_as_twin += 1
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            future.set_exception(exc)
 
     def _store(self, task: RunTask, key: str, future: Future, remote: Future) -> None:
         if remote.cancelled():  # shut down before it ran (Ctrl-C): not a finished run

@@ -158,7 +158,12 @@ class Engine:
                 st.kv.cache_prompt(req, now)
             req.slot = slot
             if not self.emit(req, now):
+                if members and (members[-1].arrival_s, members[-1].rid) > (req.arrival_s,
+                                                                           req.rid):
+                    st.decode_sets_in_arrival_order = False
                 members.append(req)
+                if len(members) > st.max_slot_decodes:
+                    st.max_slot_decodes = len(members)
                 st.slot_ctx[slot] += req.kv
                 st.decoding += 1
 

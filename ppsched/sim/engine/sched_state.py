@@ -132,7 +132,8 @@ class SchedState:
                  "chunked", "members", "slot_ctx", "decoding", "active", "rem_output",
                  "new_token_ratio", "mb_count", "arrived", "arrived_tokens", "recent_ttft",
                  "recent_tpot", "recent_stage", "retractions", "ds_holds", "max_held_streak",
-                 "slot_loads", "slot_loads_view", "recent_samples", "recent_view")
+                 "slot_loads", "slot_loads_view", "recent_samples", "recent_view",
+                 "max_slot_decodes", "decode_sets_in_arrival_order")
 
     def __init__(self, limits: EngineLimits, capacity: int) -> None:
         self.limits = limits
@@ -164,6 +165,10 @@ class SchedState:
         self.retractions = 0
         self.ds_holds = 0
         self.max_held_streak = 0
+        # Whether delay scheduling could have acted on this run (``experiments.ds_twin``): the
+        # largest decode set any slot held, and whether every set stayed in arrival order.
+        self.max_slot_decodes = 0
+        self.decode_sets_in_arrival_order = True
 
     # --- queue --------------------------------------------------------------------------------
     def enqueue(self, req: Req) -> None:

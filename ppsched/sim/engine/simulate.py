@@ -185,6 +185,8 @@ def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[Requ
     summary["admission_rejected"] = engine.admission_rejected
     summary["context_length"] = engine.limits.max_context
     summary["context_rejected"] = engine.context_rejected
+    summary["decode_sets"] = {"max_per_slot": st.max_slot_decodes,
+                              "in_arrival_order": st.decode_sets_in_arrival_order}
     summary["prefix_cache"] = (st.kv.cache.summary() if st.kv.cache is not None
                                else {"enabled": False})
     summary["config"] = config.to_dict()
