@@ -71,3 +71,12 @@ def test_only_runs_with_ds_have_a_twin():
     workload = WorkloadSpec("azure-conv", rate=4.0, num_requests=50, seed=3)
     assert twin_task(RunTask(replace(ON, ds="off"), workload)) is None
     assert twin_task(RunTask(ON, workload)).config == replace(ON, ds="off")
+
+
+def test_after_ds_acts_runs_of_that_kind_are_simulated_without_asking_a_twin(tmp_path):
+    busy = WorkloadSpec("synthetic-decode", rate=40.0, num_requests=1200, seed=3)
+    with Runner(tmp_path, jobs=1) as runner:
+        runner.submit(RunTask(ON, busy)).result()
+        assert (runner.computed, runner.same_as_twin) == (2, 0)  # the twin, then its own
+        runner.submit(RunTask(replace(ON, seed=4), replace(busy, rate=38.0))).result()
+    assert (runner.computed, runner.same_as_twin) == (3, 0)

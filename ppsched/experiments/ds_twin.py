@@ -10,25 +10,40 @@ nothing new: every turn flushed at the same instant already. So when the run wit
 (summary ``decode_sets``) that no slot ever held more than b0 decodes and every set stayed in
 arrival order, the run with DS follows the same trajectory, request for request: the Runner takes
 its records instead of simulating it again (tests/test_ds_twin.py checks this against simulated
-pairs, including runs where DS holds and runs with retractions).
+pairs, including runs where DS holds and runs with retractions). Once a twin could not answer a
+run of some kind (``twin_family``), the Runner simulates that kind's runs with DS directly.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ppsched.experiments.runner import RunTask
+from typing import Any, Protocol, TypeVar
 
 
-def twin_task(task: RunTask) -> RunTask | None:
+class RunTask(Protocol):
+    """What this reads of ``runner.RunTask`` (which imports this module)."""
+
+    config: Any
+    workload: Any
+
+
+Task = TypeVar("Task", bound=RunTask)
+
+
+def twin_task(task: Task) -> Task | None:
     """The same run without DS, for a run with ``--ds on``; None for any other run."""
     config = task.config
     if getattr(config, "ds", "off") != "on" or not hasattr(config, "policy_context"):
         return None
     return replace(task, config=replace(config, ds="off"))
+
+
+def twin_family(task: RunTask) -> tuple:
+    """Runs alike but for rate, seed and SLO. Where DS acted on one of them (it will again at
+    similar loads) the Runner stops asking twins: a twin that cannot answer costs a run."""
+    c, w = task.config, task.workload
+    return (c.model, c.hardware, c.parallel, c.chunk, w.name, w.trace_file, w.replay)
 
 
 def same_trajectory(task: RunTask, twin_summary: dict[str, Any]) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -28,10 +28,13 @@ from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
 from ppsched.experiments.joint_search import (
     BatchEvaluate,
+    Measured,
     SearchResult,
+    SeedSearch,
     joint_search,
     lowest_rung,
 )
+from ppsched.experiments.oracle_search import search_candidates
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import BASELINE_KEY, ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.recorded_arrivals import (
@@ -100,25 +103,6 @@ class SearchSettings:
                             f"{self.reseed_growth}: expected factors > 1")
 
 
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """One policy's searches at one scale: one SearchResult per seed."""
-
-    per_seed: tuple[SearchResult, ...]
-
-    @property
-    def goodputs(self) -> tuple[float, ...]:
-        return tuple(r.goodput_rps for r in self.per_seed)
-
-    @property
-    def goodput(self) -> float:
-        return min(self.goodputs)  # the rate every seed sustains
-
-    @property
-    def runs(self) -> int:
-        return sum(len(r.tried) for r in self.per_seed)
-
-
 def measurement_window(workload: WorkloadSpec, slo: Slo) -> Window:
     """The window sized from the workload's median output length at the base SLO."""
     full = load(replace(workload, rate=1.0, replay=False, duration_s=None, num_requests=None,
@@ -144,9 +128,6 @@ def run_spec(workload: WorkloadSpec, rate: float, seed: int, window: Window) -> 
         return replay_spec(workload, rate, seed)
     return replace(workload.at_rate(rate), seed=seed, num_requests=None,
                    duration_s=window.arrivals_s, resample=True)
-
-
-SeedSearch = Callable[[str, int, "dict[float, float] | None", bool], dict[float, SearchResult]]
 
 
 def seed_searcher(runner: Runner, setup: Setup, workload: WorkloadSpec, window: Window,
@@ -277,8 +258,6 @@ def goodput_table(runner: Runner, setup: Setup, workload: WorkloadSpec,
                   policies: Sequence[str], scales: Sequence[float],
                   settings: SearchSettings = SearchSettings()) -> pd.DataFrame:
     """One row per (policy, scale); ``ratio_vs_2048`` against static-2048 at the same scale."""
-    from ppsched.experiments.oracle_search import search_candidates  # it builds on this module
-
     window = settings.window or measurement_window(workload, setup.base_slo)
     candidates = _unreported_candidates(policies)
     groups: list[tuple[str, tuple[float, ...]]] = []

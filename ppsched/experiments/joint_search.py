@@ -31,6 +31,29 @@ class SearchResult:
     bracket: tuple[float, float]
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One policy's searches at one scale: one SearchResult per seed."""
+
+    per_seed: tuple[SearchResult, ...]
+
+    @property
+    def goodputs(self) -> tuple[float, ...]:
+        return tuple(r.goodput_rps for r in self.per_seed)
+
+    @property
+    def goodput(self) -> float:
+        return min(self.goodputs)  # the rate every seed sustains
+
+    @property
+    def runs(self) -> int:
+        return sum(len(r.tried) for r in self.per_seed)
+
+
+# search(policy_key, seed index, seed 0's goodput per scale or None, reseed) -> per scale
+SeedSearch = Callable[[str, int, "dict[float, float] | None", bool], dict[float, SearchResult]]
+
+
 def _round(rate: float) -> float:
     return float(f"{rate:.6g}")  # equal proposals from different scales become one run
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from ppsched.experiments.goodput import Measured, SeedSearch
-from ppsched.experiments.joint_search import SearchResult
+from ppsched.experiments.joint_search import Measured, SearchResult, SeedSearch
 
 
 def search_candidates(search: SeedSearch, keys: Sequence[str], scales: Sequence[float],

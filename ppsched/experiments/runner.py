@@ -26,7 +26,7 @@ import pandas as pd
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
-from ppsched.experiments.ds_twin import same_trajectory, twin_summary, twin_task
+from ppsched.experiments.ds_twin import same_trajectory, twin_family, twin_summary, twin_task
 from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
@@ -125,6 +125,7 @@ class Runner:
         self.computed = 0
         self.reused = 0
         self.same_as_twin = 0  # runs with DS answered by their run without DS (``ds_twin``)
+        self._ds_acts: set[tuple] = set()  # kinds of run whose twin could not answer them
 
     def __enter__(self) -> Runner:
         return self
@@ -145,6 +146,8 @@ class Runner:
             cached = self.cache.get(key, need_iterations=task.keep_iterations)
             future: Future = Future()
             twin = twin_task(task) if cached is None else None
+            if twin is not None and twin_family(task) in self._ds_acts:
+                twin = None  # DS acted on a run of this kind: simulate it at once
             if cached is not None:
                 future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
                                              str(cached.path)))
@@ -176,6 +179,7 @@ class Runner:
             same = False
         if not same:
             with self._lock:
+                self._ds_acts.add(twin_family(task))
                 self._compute(task, key, future)
             return
         try:
