@@ -46,37 +46,47 @@ def test_a_certified_twin_has_the_same_records_and_only_then(config, workload, s
         assert not sets["in_arrival_order"] or sets["max_per_slot"] > first_boundary(config)
 
 
-def test_the_runner_answers_a_certified_run_with_ds_from_its_twin(tmp_path):
-    task = RunTask(ON, WorkloadSpec("azure-conv", rate=4.0, num_requests=300, seed=3))
+@pytest.mark.parametrize("first_ds", ["on", "off"])
+def test_the_runner_answers_the_second_of_a_certified_pair_with_the_first(tmp_path, first_ds):
+    workload = WorkloadSpec("azure-conv", rate=4.0, num_requests=300, seed=3)
+    first = RunTask(replace(ON, ds=first_ds), workload)
     with Runner(tmp_path, jobs=1) as runner:
-        outcome = runner.submit(task).result()
-        twin = runner.submit(twin_task(task)).result()
+        simulated = runner.submit(first).result()
+        taken = runner.submit(twin_task(first)).result()
     assert (runner.computed, runner.same_as_twin) == (1, 1)
-    assert outcome.records == twin.records
-    assert outcome.summary["config"]["ds"] == "on"
-    assert outcome.summary["ds_same_as_run"] == twin.key
+    assert taken.records == simulated.records
+    assert taken.summary["config"]["ds"] != first_ds
+    assert taken.summary["ds_same_as_run"] == simulated.key
     # records, summary figures, decisions and iterations: the same simulation
-    simulated = [simulate(t.config, load(t.workload)) for t in (task, twin_task(task))]
-    assert run_digest(simulated[0]) == run_digest(simulated[1])
+    pair = [simulate(t.config, load(t.workload)) for t in (first, twin_task(first))]
+    assert run_digest(pair[0]) == run_digest(pair[1])
 
 
-def test_an_engine_without_the_certificate_simulates_the_run_with_ds(tmp_path):
+def test_a_pair_where_ds_acts_is_simulated_twice(tmp_path):
+    busy = RunTask(ON, WorkloadSpec("synthetic-decode", rate=40.0, num_requests=1200, seed=3))
+    with Runner(tmp_path, jobs=1) as runner:
+        with_ds = runner.submit(busy).result()
+        runner.submit(twin_task(busy)).result()
+    assert (runner.computed, runner.same_as_twin) == (2, 0)
+    assert with_ds.summary["ds_holds"] > 0
+
+
+def test_an_engine_without_the_certificate_simulates_both(tmp_path):
     task = RunTask(ON, WorkloadSpec("azure-conv", rate=4.0, num_requests=50, seed=3))
     with Runner(tmp_path, jobs=1, simulate_ref=fakes.fake_simulate) as runner:
         runner.submit(task).result()
+        runner.submit(twin_task(task)).result()
     assert (runner.computed, runner.same_as_twin) == (2, 0)
 
 
-def test_only_runs_with_ds_have_a_twin():
-    workload = WorkloadSpec("azure-conv", rate=4.0, num_requests=50, seed=3)
-    assert twin_task(RunTask(replace(ON, ds="off"), workload)) is None
-    assert twin_task(RunTask(ON, workload)).config == replace(ON, ds="off")
-
-
-def test_after_ds_acts_runs_of_that_kind_are_simulated_without_asking_a_twin(tmp_path):
-    busy = WorkloadSpec("synthetic-decode", rate=40.0, num_requests=1200, seed=3)
+def test_a_run_is_never_simulated_only_to_answer_its_twin(tmp_path):
+    task = RunTask(ON, WorkloadSpec("azure-conv", rate=4.0, num_requests=50, seed=3))
     with Runner(tmp_path, jobs=1) as runner:
-        runner.submit(RunTask(ON, busy)).result()
-        assert (runner.computed, runner.same_as_twin) == (2, 0)  # the twin, then its own
-        runner.submit(RunTask(replace(ON, seed=4), replace(busy, rate=38.0))).result()
-    assert (runner.computed, runner.same_as_twin) == (3, 0)
+        runner.submit(task).result()
+    assert (runner.computed, runner.same_as_twin) == (1, 0)
+
+
+def test_the_twin_switches_ds_and_nothing_else():
+    workload = WorkloadSpec("azure-conv", rate=4.0, num_requests=50, seed=3)
+    assert twin_task(RunTask(ON, workload)).config == replace(ON, ds="off")
+    assert twin_task(RunTask(replace(ON, ds="off"), workload)).config == ON

@@ -113,7 +113,7 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
     table.to_csv(out / "goodput.csv", index=False)
     print(format_table(table))
     print(f"runs: {runner.computed} simulated, {runner.reused} from cache, "
-          f"{runner.same_as_twin} with DS taken from the same run without DS")
+          f"{runner.same_as_twin} taken from the same run with DS switched")
     return table, png, csv
 
 

@@ -95,8 +95,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
          "parent_cpu_s": round(time.process_time() - cpu0, 1)}))
     path = write_report(out)
     print(f"report: {path}\nwall time: {elapsed:.0f} s ({runner.computed} runs simulated, "
-          f"{runner.reused} from cache, {runner.same_as_twin} with DS taken from the same run "
-          "without DS)")
+          f"{runner.reused} from cache, {runner.same_as_twin} taken from the same run with DS "
+          "switched)")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""A run with delay scheduling that DS could not have changed is its run without DS.
+"""A run with delay scheduling that DS could not have changed is the same run without DS.
 
 DS (``DelayTrimmer``) holds nobody while every slot's decode set is at most the ladder's first
 boundary b0: the pipeline mean is then at most b0 too, whose efficient size is b0 itself, so
@@ -6,12 +6,13 @@ boundary b0: the pipeline mean is then at most b0 too, whose efficient size is b
 runs the slot's decode set in arrival order, where the run without DS runs it in the order the
 requests joined; the two orders are the same while every set stays in arrival order. The
 engine's other DS-only step (a flush of stage measurements before the decode turn) finds
-nothing new: every turn flushed at the same instant already. So when the run without DS reports
-(summary ``decode_sets``) that no slot ever held more than b0 decodes and every set stayed in
-arrival order, the run with DS follows the same trajectory, request for request: the Runner takes
-its records instead of simulating it again (tests/test_ds_twin.py checks this against simulated
-pairs, including runs where DS holds and runs with retractions). Once a twin could not answer a
-run of some kind (``twin_family``), the Runner simulates that kind's runs with DS directly.
+nothing new: every turn flushed at the same instant already. So when either run of a pair
+reports (summary ``decode_sets``) that no slot ever held more than b0 decodes and every set
+stayed in arrival order, both follow the same trajectory, request for request, and the Runner
+answers the second one submitted with the first one's records (tests/test_ds_twin.py checks
+this against simulated pairs, including runs where DS holds and runs with retractions). It
+never simulates a run only to answer its twin: a run whose twin is not already running or done
+is simulated.
 """
 
 from __future__ import annotations
@@ -32,31 +33,26 @@ Task = TypeVar("Task", bound=RunTask)
 
 
 def twin_task(task: Task) -> Task | None:
-    """The same run without DS, for a run with ``--ds on``; None for any other run."""
+    """The same run with ``--ds`` switched (on <-> off); None for a config without DS."""
     config = task.config
-    if getattr(config, "ds", "off") != "on" or not hasattr(config, "policy_context"):
+    ds = getattr(config, "ds", None)
+    if ds not in ("on", "off") or not hasattr(config, "policy_context"):
         return None
-    return replace(task, config=replace(config, ds="off"))
-
-
-def twin_family(task: RunTask) -> tuple:
-    """Runs alike but for rate, seed and SLO. Where DS acted on one of them (it will again at
-    similar loads) the Runner stops asking twins: a twin that cannot answer costs a run."""
-    c, w = task.config, task.workload
-    return (c.model, c.hardware, c.parallel, c.chunk, w.name, w.trace_file, w.replay)
+    return replace(task, config=replace(config, ds="off" if ds == "on" else "on"))
 
 
 def same_trajectory(task: RunTask, twin_summary: dict[str, Any]) -> bool:
-    """True when the twin's decode sets show that DS could never have acted on ``task``."""
+    """True when the twin's decode sets show that DS could never have acted on the pair."""
     sets = twin_summary.get("decode_sets")
-    if not isinstance(sets, dict):
+    if not isinstance(sets, dict) or twin_summary.get("ds_holds") != 0:
         return False  # an engine that does not report them (a test's fake, an older entry)
+    ds_on = replace(task.config, ds="on")
     return bool(sets.get("in_arrival_order")) and \
-        int(sets.get("max_per_slot", 1 << 62)) <= first_boundary(task.config)
+        int(sets.get("max_per_slot", 1 << 62)) <= first_boundary(ds_on)
 
 
 def twin_summary(task: RunTask, twin_key: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """The twin's summary as the run with DS: its own config, and where its figures came from."""
+    """The twin's summary as this run's: its own config, and where its figures came from."""
     out = dict(summary)
     out["config"] = task.config.to_dict()
     out["ds_same_as_run"] = twin_key

@@ -26,7 +26,7 @@ import pandas as pd
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.experiments.cache import RunCache, code_fingerprint, run_key
-from ppsched.experiments.ds_twin import same_trajectory, twin_family, twin_summary, twin_task
+from ppsched.experiments.ds_twin import same_trajectory, twin_summary, twin_task
 from ppsched.experiments.executors import LOCAL, ExecutorChoice, default_jobs, open_executor
 from ppsched.experiments.progress import Progress
 from ppsched.experiments.workload_spec import WorkloadSpec, load
@@ -124,8 +124,7 @@ class Runner:
         self._lock = threading.Lock()
         self.computed = 0
         self.reused = 0
-        self.same_as_twin = 0  # runs with DS answered by their run without DS (``ds_twin``)
-        self._ds_acts: set[tuple] = set()  # kinds of run whose twin could not answer them
+        self.same_as_twin = 0  # runs answered by the same run with DS switched (``ds_twin``)
 
     def __enter__(self) -> Runner:
         return self
@@ -145,9 +144,7 @@ class Runner:
                 return known[0]
             cached = self.cache.get(key, need_iterations=task.keep_iterations)
             future: Future = Future()
-            twin = twin_task(task) if cached is None else None
-            if twin is not None and twin_family(task) in self._ds_acts:
-                twin = None  # DS acted on a run of this kind: simulate it at once
+            twin = self._twin_future(task) if cached is None else None
             if cached is not None:
                 future.set_result(RunOutcome(key, task, cached.records, cached.summary, True,
                                              str(cached.path)))
@@ -157,9 +154,19 @@ class Runner:
             elif twin is None:
                 self._compute(task, key, future)
             self._futures[key] = (future, task.keep_iterations)
-        if twin is not None:  # outside the lock: submitting the twin takes it
-            self.submit(twin).add_done_callback(partial(self._from_twin, task, key, future))
+        if twin is not None:  # outside the lock: a finished twin calls back at once
+            twin.add_done_callback(partial(self._from_twin, task, key, future))
         return future
+
+    def _twin_future(self, task: RunTask) -> Future | None:
+        """The same run with DS switched, if this Runner already has it (running or done)."""
+        other = twin_task(task)
+        if other is None:
+            return None
+        known = self._futures.get(other.key)
+        if known is None or (task.keep_iterations and not known[1]):
+            return None
+        return known[0]
 
     def _compute(self, task: RunTask, key: str, future: Future) -> None:
         # Submitted before it is counted: an executor that cannot start (no Ray cluster at
@@ -170,8 +177,8 @@ class Runner:
         remote.add_done_callback(partial(self._store, task, key, future))
 
     def _from_twin(self, task: RunTask, key: str, future: Future, twin: Future) -> None:
-        """A run with DS: its twin without DS's records when DS could not have acted there
-        (``ds_twin``), else simulated on its own."""
+        """The twin's records when DS could not have acted on the pair (``ds_twin``), else the
+        run simulated on its own."""
         try:
             outcome: RunOutcome = twin.result()
             same = same_trajectory(task, outcome.summary)
@@ -179,7 +186,6 @@ class Runner:
             same = False
         if not same:
             with self._lock:
-                self._ds_acts.add(twin_family(task))
                 self._compute(task, key, future)
             return
         try:
