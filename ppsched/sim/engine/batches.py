@@ -132,7 +132,8 @@ def _trim(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int, now: float,
             lambda limit: st.queued_tokens > limit) is not None:
         # Nobody is held whichever requests the slot has (decided from counts, as the plugin
         # does): ``select`` would run them all in arrival order, so skip building the snapshot.
-        run = sorted(members, key=_arrival_order)
+        run = list(members) if st.decode_sets_in_arrival_order \
+            else sorted(members, key=_arrival_order)
         for req in run:
             req.held_streak = 0
         return run, None

@@ -56,14 +56,21 @@ def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
 
 
 def decode_snapshot(st: SchedState, slot: int, now: float) -> DecodeSnapshot:
-    # members are kept in admission order; the snapshot promises arrival order.
-    members = sorted(st.members[slot], key=lambda r: (r.arrival_s, r.rid))
+    # members are kept in admission order (arrival order unless a request rejoined, which the
+    # state tracks); the snapshot promises arrival order.
+    members = st.members[slot]
+    if not st.decode_sets_in_arrival_order:
+        members = sorted(members, key=lambda r: (r.arrival_s, r.rid))
+    running: list = []
+    held: list = []
+    for r in members:
+        (held if r.held_streak else running).append(r.decoding_view())
     return DecodeSnapshot(
         now_s=now,
         slot=slot,
         pp_size=st.limits.slots,
-        running=tuple(r.decoding_view() for r in members if r.held_streak == 0),
-        held=tuple(r.decoding_view() for r in members if r.held_streak > 0),
+        running=tuple(running),
+        held=tuple(held),
         slot_sizes=tuple(len(m) for m in st.members),
         kv_free_tokens=st.kv.free(),
         kv_total_tokens=st.kv.capacity,
