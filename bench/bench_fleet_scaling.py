@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 
 from ppsched.experiments.executors import LOCAL  # noqa: E402
-from ppsched.experiments.goodput import SearchSettings, measurement_window  # noqa: E402
+from ppsched.experiments.goodput import SearchSettings  # noqa: E402
+from ppsched.experiments.goodput_runs import measurement_window  # noqa: E402
 from ppsched.experiments.plan import Setup  # noqa: E402
 from ppsched.experiments.runner import Runner  # noqa: E402
 from ppsched.experiments.workload_spec import WorkloadSpec  # noqa: E402

@@ -6,7 +6,7 @@ Usage: .venv/bin/python bench/bench_fresh_seeds.py --model qwen2.5-32b --workloa
            [--search-seeds]   (allow the goodput method's own seeds: to replay its verdicts)
 
 Each (policy, rate, seed) is one run of ``ppsched goodput``'s own run spec and verdict
-(``experiments.goodput.run_spec``, ``metrics.steady.verdict``: P90 TTFT/TPOT over the window,
+(``experiments.goodput_runs.run_spec``, ``metrics.steady.verdict``: P90 TTFT/TPOT over the window,
 admissions keep up, the last quarter too) at ``--factor`` times its measurement window (4: the
 verification's length). The search uses seeds 0.., its 4x check 1000.. and 2000..; the default
 seeds 3000-3005 are none of those. Where two policies' goodputs differ by one step of the search
@@ -25,11 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ppsched.core.errors import UserError  # noqa: E402
-from ppsched.experiments.goodput import (  # noqa: E402
+from ppsched.experiments.goodput_runs import measurement_window, run_spec  # noqa: E402
+from ppsched.experiments.goodput_verify import (  # noqa: E402
     CONFIRM_SEED_OFFSET,
     VERIFY_SEED_OFFSET,
-    measurement_window,
-    run_spec,
 )
 from ppsched.experiments.plan import Setup, make_config  # noqa: E402
 from ppsched.experiments.policies import get_policy, parse_floats, parse_policies  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ppsched.core.models import load_model_config
 from ppsched.core.slo import Slo
-from ppsched.experiments.goodput import measurement_window
+from ppsched.experiments.goodput_runs import measurement_window
 from ppsched.experiments.paper_refs import (
     DECODE_HEAVY_PP_OVER_TP,
     REPLAY_ATTAINMENT,

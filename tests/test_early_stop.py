@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.core.slo import Slo
-from ppsched.experiments.goodput import run_spec
+from ppsched.experiments.goodput_runs import run_spec
 from ppsched.experiments.run_config import RunConfig
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.metrics.early_stop import StopRule, late_needed

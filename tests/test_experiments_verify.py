@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import test_experiments_fakes as fakes
 
-from ppsched.experiments.goodput import VERIFY_SEED_OFFSET, SearchSettings, goodput_table
+from ppsched.experiments.goodput import SearchSettings, goodput_table
+from ppsched.experiments.goodput_verify import VERIFY_SEED_OFFSET
 from ppsched.experiments.plan import Setup
 from ppsched.experiments.report import goodput_table_lines
 from ppsched.experiments.runner import Runner
@@ -129,7 +130,7 @@ def slightly_slower_simulate(config, workload, stop=None):
 
 
 def test_a_failing_point_is_lowered_until_a_long_run_holds_and_then_confirmed(tmp_path):
-    from ppsched.experiments.goodput import CONFIRM_SEED_OFFSET
+    from ppsched.experiments.goodput_verify import CONFIRM_SEED_OFFSET
 
     with Runner(tmp_path / "cache", jobs=1, simulate_ref=slightly_slower_simulate) as runner:
         table = goodput_table(runner, Setup(), SPEC, ("static-2048",), (1.0,), SETTINGS)

@@ -177,7 +177,8 @@ def search_flags(args: argparse.Namespace) -> dict:
 
 def make_settings(args: argparse.Namespace, workload=None, setup=None):
     """SearchSettings from the flags; a partly given window fills the rest from the default."""
-    from ppsched.experiments.goodput import SearchSettings, measurement_window
+    from ppsched.experiments.goodput import SearchSettings
+    from ppsched.experiments.goodput_runs import measurement_window
     from ppsched.metrics.steady import Window
 
     window = None

@@ -24,12 +24,8 @@ from ppsched.experiments.fig_iter import (
 from ppsched.experiments.fig_replay import plot_replay
 from ppsched.experiments.fig_tail import plot_synthetic, plot_tail, policy_rows, tail_frame
 from ppsched.experiments.fixed_rate import attainment, run_policies
-from ppsched.experiments.goodput import (
-    SearchSettings,
-    goodput_table,
-    measurement_window,
-    run_spec,
-)
+from ppsched.experiments.goodput import SearchSettings, goodput_table
+from ppsched.experiments.goodput_runs import measurement_window, run_spec
 from ppsched.experiments.paper_refs import SYNTHETIC_RATES
 from ppsched.experiments.plan import Setup
 from ppsched.experiments.policies import ALL_POLICY_KEYS

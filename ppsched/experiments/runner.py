@@ -192,8 +192,10 @@ class Runner:
             summary = twin_summary(task, outcome.key, outcome.summary)
             result = RunResult(outcome.records, summary, outcome.iterations(),
                                code_fingerprint(), socket.gethostname())
-            future.set_result(store(self.cache.root, key, task, result))
-            self.same_as_twin += 1
+            outcome = store(self.cache.root, key, task, result)
+            with self._lock:  # callbacks of different runs may finish at once
+                self.same_as_twin += 1
+            future.set_result(outcome)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter
             future.set_exception(exc)
 

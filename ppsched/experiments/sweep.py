@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ppsched.experiments.goodput import SearchSettings, measurement_window, run_spec, stop_rule
+from ppsched.experiments.goodput import SearchSettings, stop_rule
+from ppsched.experiments.goodput_runs import measurement_window, run_spec
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import ORACLE_CANDIDATES, get_policy
 from ppsched.experiments.runner import Runner, RunTask

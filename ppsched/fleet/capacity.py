@@ -23,7 +23,8 @@ import numpy as np
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.core.slo import Slo
-from ppsched.experiments.goodput import SearchSettings, measurement_window, run_spec
+from ppsched.experiments.goodput import SearchSettings
+from ppsched.experiments.goodput_runs import measurement_window, run_spec
 from ppsched.experiments.joint_search import SearchResult, joint_search
 from ppsched.experiments.plan import Setup, make_config
 from ppsched.experiments.policies import get_policy

@@ -13,7 +13,7 @@ from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.log import RunLog
 from ppsched.sim.engine.sched_state import SchedState
 from ppsched.sim.engine.state import Launched, PrefillPiece, Req
-from ppsched.sim.engine.views import chunk_snapshot, decode_snapshot
+from ppsched.sim.engine.views import arrival_order, chunk_snapshot, decode_snapshot
 from ppsched.sim.invariants import SimInvariantError
 
 
@@ -117,10 +117,6 @@ def _retract_order(req: Req) -> tuple[int, int, float]:
     return (req.generated, -req.prompt, -req.arrival_s)
 
 
-def _arrival_order(req: Req) -> tuple[float, int]:
-    return (req.arrival_s, req.rid)
-
-
 def _trim(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int, now: float,
           members: list[Req]) -> tuple[list[Req], dict | None]:
     trimmer = feed.trimmer
@@ -133,7 +129,7 @@ def _trim(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int, now: float,
         # Nobody is held whichever requests the slot has (decided from counts, as the plugin
         # does): ``select`` would run them all in arrival order, so skip building the snapshot.
         run = list(members) if st.decode_sets_in_arrival_order \
-            else sorted(members, key=_arrival_order)
+            else sorted(members, key=arrival_order)
         for req in run:
             req.held_streak = 0
         return run, None

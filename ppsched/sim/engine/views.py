@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, SlotLoad
 from ppsched.sim.engine.sched_state import SchedState
+from ppsched.sim.engine.state import Req
 
 
 def _slot_loads(st: SchedState) -> tuple[SlotLoad, ...]:
@@ -55,12 +56,17 @@ def chunk_snapshot(st: SchedState, slot: int, now: float) -> ChunkSnapshot:
     )
 
 
+def arrival_order(req: Req) -> tuple[float, int]:
+    """The order DS reads a decode set in (arrival, then id)."""
+    return (req.arrival_s, req.rid)
+
+
 def decode_snapshot(st: SchedState, slot: int, now: float) -> DecodeSnapshot:
     # members are kept in admission order (arrival order unless a request rejoined, which the
     # state tracks); the snapshot promises arrival order.
     members = st.members[slot]
     if not st.decode_sets_in_arrival_order:
-        members = sorted(members, key=lambda r: (r.arrival_s, r.rid))
+        members = sorted(members, key=arrival_order)
     running: list = []
     held: list = []
     for r in members:
