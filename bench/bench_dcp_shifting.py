@@ -27,11 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ppsched.sim.engine.simulate as sim_engine  # noqa: E402
 from ppsched.core.policy import ChunkDecision  # noqa: E402
 from ppsched.core.slo import Slo  # noqa: E402
-from ppsched.experiments.goodput import (  # noqa: E402
-    VERIFY_FACTOR,
-    VERIFY_SEED_OFFSET,
-    SearchSettings,
-)
+from ppsched.experiments.goodput import SearchSettings  # noqa: E402
+from ppsched.experiments.goodput_verify import VERIFY_FACTOR, VERIFY_SEED_OFFSET  # noqa: E402
 from ppsched.experiments.joint_search import joint_search  # noqa: E402
 from ppsched.experiments.run_config import RunConfig  # noqa: E402
 from ppsched.metrics.steady import Window, verdict, window_for  # noqa: E402
