@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
+from dataclasses import fields
 
 import pandas as pd
 import pytest
@@ -85,3 +87,15 @@ def test_read_requests_csv_bad_inputs(tmp_path):
     empty.write_text("")
     with pytest.raises(UserError, match="empty"):
         read_requests_csv(empty)
+
+
+def test_a_record_pickles_every_field():
+    """Records cross from the worker processes to the driver by pickle (``__reduce__``)."""
+    record = RequestRecord(req_id=7, arrival_s=1.5, prompt_tokens=300, output_tokens=20,
+                           first_token_s=2.25, finish_s=4.0, rejected=True,
+                           reject_reason="context", slot=3, retractions=2)
+    assert len(record.__reduce__()[1]) == len(fields(RequestRecord))
+    assert pickle.loads(pickle.dumps(record)) == record
+    unfinished = RequestRecord(req_id=1, arrival_s=0.0, prompt_tokens=5, output_tokens=5)
+    back = pickle.loads(pickle.dumps(unfinished))
+    assert back.req_id == 1 and math.isnan(back.first_token_s) and math.isnan(back.finish_s)

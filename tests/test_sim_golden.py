@@ -16,6 +16,7 @@ from ppsched.experiments.run_config import RunConfig
 from ppsched.experiments.workload_spec import WorkloadSpec, load
 from ppsched.sim import simulate
 from ppsched.sim.digest import run_digest
+from ppsched.sim.engine.feed import PolicyFeed
 
 # the summary's output figures as the reference engine wrote them (its inputs -- config, engine
 # settings, cost model -- and its own timings are not outputs; a figure added later leaves the
@@ -61,6 +62,39 @@ def test_outputs_match_the_reference_digest(name):
                  else result.summary[counter])
         assert value > 0, f"{name}: the run never exercises {counter}"
     assert run_digest(result) == CASES[name][2]
+
+
+HOLDING = {"greedy-over": "ppsched.dcp.greedy.GreedyChunk",
+           "predictive": "ppsched.dcp.predictive.PredictiveChunk",
+           "predictive-paper": "ppsched.dcp.predictive.PredictiveChunk"}
+
+
+@pytest.mark.parametrize("name", sorted(HOLDING))
+def test_a_held_decision_is_the_one_decide_gives(name, monkeypatch):
+    """The engine asks ``held`` before it builds a snapshot; an engine that never asks sends
+    every build through ``decide``: the same run either way, and most builds are held."""
+    module, _, cls_name = HOLDING[name].rpartition(".")
+    cls = getattr(__import__(module, fromlist=[cls_name]), cls_name)
+    calls = {"held": 0, "answered": 0}
+    original = cls.held
+
+    def counted(self, *args):
+        decision = original(self, *args)
+        calls["held"] += 1
+        calls["answered"] += decision is not None
+        return decision
+
+    monkeypatch.setattr(cls, "held", counted)
+    with_held = run_digest(run_case(name))
+    assert calls["answered"] > calls["held"] / 2, calls
+    feed_init = PolicyFeed.__init__
+
+    def without_held(self, *args):
+        feed_init(self, *args)
+        self.held = None
+
+    monkeypatch.setattr(PolicyFeed, "__init__", without_held)
+    assert run_digest(run_case(name)) == with_held == CASES[name][2]
 
 
 if __name__ == "__main__":  # print the digests of the code on PYTHONPATH

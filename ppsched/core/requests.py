@@ -44,6 +44,13 @@ class RequestRecord:
     slot: int = -1
     retractions: int = 0
 
+    def __reduce__(self) -> tuple:
+        # A run's records cross from worker to driver by pickle, thousands per run; the
+        # dataclass default (state by ``fields()``, per record) costs 4x this positional form.
+        return (RequestRecord, (self.req_id, self.arrival_s, self.prompt_tokens,
+                                self.output_tokens, self.first_token_s, self.finish_s,
+                                self.rejected, self.reject_reason, self.slot, self.retractions))
+
     @property
     def ttft_ms(self) -> float:
         return 1000.0 * (self.first_token_s - self.arrival_s)

@@ -111,6 +111,19 @@ class GreedyChunk:
         self._next_iteration = 0  # first call decides
         self._last: ChunkDecision | None = None
 
+    def held(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
+             max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
+        """The decision while it holds and stays above the safety floor, from the snapshot's
+        counters alone (an engine asks this before it builds a snapshot); else None, and
+        ``decide`` with the snapshot answers."""
+        last = self._last
+        if iteration >= self._next_iteration or last is None:
+            return None
+        candidates = usable_candidates(self.candidates, max_chunk_tokens)
+        floor = safe_floor(candidates, max_slot_decode_reqs)
+        return last if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1] \
+            else None
+
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
         cfg = self.cfg
         candidates = usable_candidates(self.candidates, snap.max_chunk_tokens)

@@ -56,6 +56,8 @@ class PredictiveChunk:
         self._arrivals = ArrivalWindow(self.constants.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
+        # a re-plan ``held`` found due: (now, iteration, arrival rate, candidates, floor)
+        self._due: tuple[float, int, float, tuple[int, ...], int] | None = None
         self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
         # measured residuals, used by the SLO rule; they fade with ALP's own forgetting
         forgetting = getattr(predictor, "forgetting", None)
@@ -94,17 +96,34 @@ class PredictiveChunk:
         if self._rounds is not None:
             self._rounds.launch(launch)
 
-    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
-        arrival = self._arrivals.update(snap.now_s, snap.arrived_prompt_tokens_total)
-        candidates = usable_candidates(self.candidates, snap.max_chunk_tokens)
-        floor = safe_floor(candidates, snap.max_slot_decode_reqs)
+    def held(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
+             max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
+        """The decision while the cadence holds it, from the snapshot's counters alone (an
+        engine asks this before it builds a snapshot); None when a re-plan is due, and then
+        ``decide`` with this instant's snapshot re-plans without reading the counters again."""
+        arrival = self._arrivals.update(now_s, arrived_prompt_tokens_total)
+        candidates = usable_candidates(self.candidates, max_chunk_tokens)
+        floor = safe_floor(candidates, max_slot_decode_reqs)
         last = self._last
-        if snap.iteration < self._next_iteration and last is not None:
+        if iteration < self._next_iteration and last is not None:
             if last.chunk_tokens >= floor or last.chunk_tokens >= candidates[-1]:
                 return last
             # the held decision's regime and slacks: what the rule acted on
             self._last = replace(last, chunk_tokens=floor, reason="hold+safety-floor")
             return self._last
+        self._due = (now_s, iteration, arrival, candidates, floor)
+        return None
+
+    def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
+        due = self._due
+        self._due = None
+        if due is None or due[:2] != (snap.now_s, snap.iteration):
+            held = self.held(snap.now_s, snap.iteration, snap.arrived_prompt_tokens_total,
+                             snap.max_chunk_tokens, snap.max_slot_decode_reqs)
+            if held is not None:
+                return held
+            due, self._due = self._due, None
+        _, _, arrival, candidates, floor = due
         self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
         self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
         return self._last

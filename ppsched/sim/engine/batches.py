@@ -58,7 +58,12 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
         return None
     limits = st.limits
     feed.flush(now, st.recent_stage)
-    decision = feed.fixed_decision or feed.controller.decide(chunk_snapshot(st, slot, now))
+    decision = feed.fixed_decision
+    if decision is None and feed.held is not None:
+        decision = feed.held(now, st.mb_count, st.arrived_tokens, limits.max_chunk_tokens,
+                             max([len(m) for m in st.members]))
+    if decision is None:
+        decision = feed.controller.decide(chunk_snapshot(st, slot, now))
     chunk = min(decision.chunk_tokens, limits.max_chunk_tokens)
     inputs, regime = feed.log_fields(decision)
     entry = {"type": "chunk", "time_s": now, "slot": slot, "iteration": st.mb_count,

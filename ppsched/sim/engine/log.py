@@ -50,8 +50,9 @@ class RunLog:
         # one tuple per column (a transpose in C), each straight into its numpy array
         per_mb = dict(zip(_MB_COLUMNS, zip(*self.batches, strict=True), strict=True)) if n \
             else dict.fromkeys(_MB_COLUMNS, ())
-        values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(-1, STAGE_VALUES) \
-            if n else np.empty((0, STAGE_VALUES))
+        # a copy: the frame must not hold the log's buffer (the log may grow after it)
+        values = np.frombuffer(self.stage_values, dtype=np.float64).reshape(
+            -1, STAGE_VALUES).copy() if n else np.empty((0, STAGE_VALUES))
         out = {"mb": np.repeat(np.arange(n, dtype=np.int64), stages),
                "stage": np.tile(np.arange(stages, dtype=np.int64), n),
                "start_s": values[:, 0], "end_s": values[:, 1], "idle_before_s": values[:, 2],
@@ -60,4 +61,5 @@ class RunLog:
             dtype = object if col == "kind" else np.float64 if col == "predicted_ms" \
                 else np.int64
             out[col] = np.repeat(np.array(per_mb[col], dtype=dtype), stages)
-        return pd.DataFrame({col: out[col] for col in COLUMNS})
+        # every array above is this frame's own: pandas need not copy them again
+        return pd.DataFrame({col: out[col] for col in COLUMNS}, copy=False)
