@@ -106,10 +106,17 @@ def tree_hash(root: Path) -> str:
     """Hash of every file's relative path and bytes under root (missing root: 'absent')."""
     if not root.is_dir():
         return "absent"
+    root = root.resolve()  # once: the files under it need no path resolution of their own
+    files = []
+    for folder, _, names in os.walk(root):
+        files += [os.path.join(folder, name) for name in names]
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(file_hash(path).encode())
+    for path in sorted(files, key=lambda p: Path(p).relative_to(root).parts):
+        if not os.path.isfile(path):
+            continue
+        stat = os.stat(path)
+        digest.update(str(Path(path).relative_to(root)).encode())
+        digest.update(_file_hash(path, stat.st_mtime_ns, stat.st_size).encode())
     return digest.hexdigest()[:16]
 
 
