@@ -1,3 +1,4 @@
+import io
 import shutil
 
 import pandas as pd
@@ -21,6 +22,23 @@ def test_records_round_trip_keeps_nan_and_rejections():
     assert back[0] == recs[0]
     assert back[1].rejected and back[1].reject_reason == "prompt > KV capacity"
     assert pd.isna(back[1].first_token_s) and back[1].slot == -1
+
+
+def test_cache_file_reads_back_every_record(tmp_path):
+    """The cache writes requests.csv.gz itself (``records_csv``): the same table pandas writes,
+    and the same records when read back (NaN, quoting, booleans, long floats)."""
+    recs = (RequestRecord(0, 0.1 + 0.2, 10, 3, 1 / 3, 1e-7, slot=2, retractions=1),
+            RequestRecord(1, 123456.789012345, 99999, 5, rejected=True,
+                          reject_reason='prompt, "too" long'),
+            RequestRecord(2, 5.0, 7, 1, 5.5, 5.5, slot=0))
+    entry = RunCache(tmp_path).put("k", recs, {}, {})
+    written = pd.read_csv(entry.path / "requests.csv.gz", keep_default_na=False, na_values=[""])
+    pd.testing.assert_frame_equal(written, pd.read_csv(
+        io.StringIO(records_to_frame(recs).to_csv(index=False)), keep_default_na=False,
+        na_values=[""]))
+    back = RunCache(tmp_path).get("k").records
+    assert back[0] == recs[0] and back[2] == recs[2]
+    assert back[1].reject_reason == 'prompt, "too" long' and pd.isna(back[1].finish_s)
 
 
 def test_key_changes_with_config_workload_and_code():
