@@ -71,12 +71,12 @@ HOLDING = {"greedy-over": "ppsched.dcp.greedy.GreedyChunk",
 
 @pytest.mark.parametrize("name", sorted(HOLDING))
 def test_a_held_decision_is_the_one_decide_gives(name, monkeypatch):
-    """The engine asks ``held`` before it builds a snapshot; an engine that never asks sends
-    every build through ``decide``: the same run either way, and most builds are held."""
+    """The engine asks ``held_decision`` before it builds a snapshot; an engine that never asks
+    sends every build through ``decide``: the same run either way, and most builds are held."""
     module, _, cls_name = HOLDING[name].rpartition(".")
     cls = getattr(__import__(module, fromlist=[cls_name]), cls_name)
     calls = {"held": 0, "answered": 0}
-    original = cls.held
+    original = cls.held_decision
 
     def counted(self, *args):
         decision = original(self, *args)
@@ -84,14 +84,14 @@ def test_a_held_decision_is_the_one_decide_gives(name, monkeypatch):
         calls["answered"] += decision is not None
         return decision
 
-    monkeypatch.setattr(cls, "held", counted)
+    monkeypatch.setattr(cls, "held_decision", counted)
     with_held = run_digest(run_case(name))
     assert calls["answered"] > calls["held"] / 2, calls
     feed_init = PolicyFeed.__init__
 
     def without_held(self, *args):
         feed_init(self, *args)
-        self.held = None
+        self.held_decision = None
 
     monkeypatch.setattr(PolicyFeed, "__init__", without_held)
     assert run_digest(run_case(name)) == with_held == CASES[name][2]

@@ -64,7 +64,7 @@ class ChunkController(Protocol):
     # (CUDA-graph decodes included); engines call it only on controllers that define it.
     # Optional: ``fixed_decision: ChunkDecision``, on a controller whose every decision is that
     # one whatever the snapshot: an engine may skip building snapshots for it.
-    # Optional: ``held(now_s, iteration, arrived_prompt_tokens_total, max_chunk_tokens,
+    # Optional: ``held_decision(now_s, iteration, arrived_prompt_tokens_total, max_chunk_tokens,
     # max_slot_decode_reqs) -> ChunkDecision | None``, on a controller that holds a decision
     # between re-plans: the held one from those counters alone, else None, and the engine then
     # calls ``decide`` with a snapshot of the same instant (built only then).

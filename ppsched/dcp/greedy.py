@@ -111,8 +111,8 @@ class GreedyChunk:
         self._next_iteration = 0  # first call decides
         self._last: ChunkDecision | None = None
 
-    def held(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
-             max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
+    def held_decision(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
+                      max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
         """The decision while it holds and stays above the safety floor, from the snapshot's
         counters alone (an engine asks this before it builds a snapshot); else None, and
         ``decide`` with the snapshot answers."""

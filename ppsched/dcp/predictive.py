@@ -56,7 +56,7 @@ class PredictiveChunk:
         self._arrivals = ArrivalWindow(self.constants.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
-        # a re-plan ``held`` found due: (now, iteration, arrival rate, candidates, floor)
+        # a re-plan ``held_decision`` found due: (now, iteration, arrival rate, candidates, floor)
         self._due: tuple[float, int, float, tuple[int, ...], int] | None = None
         self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
         # measured residuals, used by the SLO rule; they fade with ALP's own forgetting
@@ -96,8 +96,8 @@ class PredictiveChunk:
         if self._rounds is not None:
             self._rounds.launch(launch)
 
-    def held(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
-             max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
+    def held_decision(self, now_s: float, iteration: int, arrived_prompt_tokens_total: int,
+                      max_chunk_tokens: int, max_slot_decode_reqs: int) -> ChunkDecision | None:
         """The decision while the cadence holds it, from the snapshot's counters alone (an
         engine asks this before it builds a snapshot); None when a re-plan is due, and then
         ``decide`` with this instant's snapshot re-plans without reading the counters again."""
@@ -118,8 +118,9 @@ class PredictiveChunk:
         due = self._due
         self._due = None
         if due is None or due[:2] != (snap.now_s, snap.iteration):
-            held = self.held(snap.now_s, snap.iteration, snap.arrived_prompt_tokens_total,
-                             snap.max_chunk_tokens, snap.max_slot_decode_reqs)
+            held = self.held_decision(snap.now_s, snap.iteration,
+                                      snap.arrived_prompt_tokens_total, snap.max_chunk_tokens,
+                                      snap.max_slot_decode_reqs)
             if held is not None:
                 return held
             due, self._due = self._due, None

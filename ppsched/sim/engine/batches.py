@@ -59,9 +59,9 @@ def build_prefill(st: SchedState, feed: PolicyFeed, log: RunLog, slot: int,
     limits = st.limits
     feed.flush(now, st.recent_stage)
     decision = feed.fixed_decision
-    if decision is None and feed.held is not None:
-        decision = feed.held(now, st.mb_count, st.arrived_tokens, limits.max_chunk_tokens,
-                             max([len(m) for m in st.members]))
+    if decision is None and feed.held_decision is not None:
+        decision = feed.held_decision(now, st.mb_count, st.arrived_tokens,
+                                      limits.max_chunk_tokens, max([len(m) for m in st.members]))
     if decision is None:
         decision = feed.controller.decide(chunk_snapshot(st, slot, now))
     chunk = min(decision.chunk_tokens, limits.max_chunk_tokens)

@@ -15,7 +15,7 @@ class PolicyFeed:
     stage-0 measurements waiting until simulated time reaches their end."""
 
     __slots__ = ("controller", "trimmer", "admission", "_trimmer_observe", "_launched",
-                 "pending", "fixed_decision", "held", "_logged")
+                 "pending", "fixed_decision", "held_decision", "_logged")
 
     def __init__(self, controller: ChunkController, trimmer: DecodeTrimmer | None,
                  admission: AdmissionGate | None) -> None:
@@ -27,7 +27,7 @@ class PolicyFeed:
         # a controller that decides the same whatever it sees: no snapshot is built for it
         self.fixed_decision: ChunkDecision | None = getattr(controller, "fixed_decision", None)
         # a controller that holds its decision between re-plans: asked before a snapshot is built
-        self.held = getattr(controller, "held", None)
+        self.held_decision = getattr(controller, "held_decision", None)
         self.pending: deque[tuple[float, StageMeasurement]] = deque()
         # the last decision logged and its log fields: a controller holding its choice (or a
         # fixed one) returns the same decision object build after build
