@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
+from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest, new_decoding_request
 from ppsched.delay_sched.ladder import BoundaryLadder
 from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
 
@@ -96,3 +96,13 @@ def test_bound_and_partition_hold_over_random_sequences(ladder, k, slo, initial,
             max_streak = max(max_streak, r.held_streak)
             assert r.held_streak <= k
     assert max_streak <= k
+
+
+@given(st.tuples(st.integers(0, 10**6), st.floats(0, 1e4), st.integers(1, 10**5),
+                 st.integers(0, 10**4), st.floats(0, 1e4), st.floats(0, 1e4), st.integers(0, 5)))
+def test_the_engines_fast_constructor_builds_the_same_view(values):
+    """Both engines build a decode snapshot's requests with ``new_decoding_request``: the same
+    frozen value ``DecodingRequest(...)`` builds."""
+    fast = new_decoding_request(*values)
+    assert fast == DecodingRequest(*values) and type(fast) is DecodingRequest
+    assert fast.tpot_so_far_ms() == DecodingRequest(*values).tpot_so_far_ms()

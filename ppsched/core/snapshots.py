@@ -9,7 +9,7 @@ limit of FCFS-oldest requests; ``queued_requests``/``queued_prompt_tokens`` are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ppsched.core.batch import BatchShape
 
@@ -86,6 +86,34 @@ class DecodingRequest:
         if self.generated_tokens < 2:
             return 0.0
         return 1000.0 * (self.last_token_s - self.first_token_s) / (self.generated_tokens - 1)
+
+
+_DECODING_FIELDS = ("req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s",
+                    "last_token_s", "held_streak")
+if tuple(f.name for f in fields(DecodingRequest)) != _DECODING_FIELDS \
+        or hasattr(DecodingRequest, "__post_init__"):  # new_decoding_request would diverge
+    raise ImportError("DecodingRequest changed: update new_decoding_request to build it")
+_NEW = object.__new__
+_DECODING_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in _DECODING_FIELDS)
+
+
+def new_decoding_request(req_id: int, arrival_s: float, context_len: int,
+                         generated_tokens: int, first_token_s: float, last_token_s: float,
+                         held_streak: int) -> DecodingRequest:
+    """``DecodingRequest(...)`` in half the time: the frozen dataclass's ``__init__`` pays an
+    ``object.__setattr__`` lookup per field; the slot descriptors set the same fields directly.
+    Engines build one per decoding request per delay-scheduling turn: a decode snapshot's main
+    cost."""
+    d = _NEW(DecodingRequest)
+    s_id, s_arr, s_ctx, s_gen, s_first, s_last, s_streak = _DECODING_SET
+    s_id(d, req_id)
+    s_arr(d, arrival_s)
+    s_ctx(d, context_len)
+    s_gen(d, generated_tokens)
+    s_first(d, first_token_s)
+    s_last(d, last_token_s)
+    s_streak(d, held_streak)
+    return d
 
 
 @dataclass(frozen=True, slots=True)

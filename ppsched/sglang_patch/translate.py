@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, gt, is_
 
@@ -21,6 +21,7 @@ from ppsched.core.snapshots import (
     DecodingRequest,
     QueuedRequest,
     SlotLoad,
+    new_decoding_request,
 )
 from ppsched.sglang_patch import fast_scan
 from ppsched.sglang_patch.fast_scan import remaining_prompt
@@ -287,35 +288,10 @@ def decoding_from_times(reqs: Sequence, times: Sequence[_Times], now_s: float,
     lens = zip(times, fast_scan.prompt_lens(reqs), fast_scan.output_lens(reqs), strict=True)
     for t, prompt, n in lens:
         first, last = (t.first_token_s, t.last_token_s) if t.n_out else (now_s, now_s)
-        out.append(_decoding(t.req_id, t.arrival_s, prompt + n, n, first, last, t.held_streak))
+        out.append(new_decoding_request(t.req_id, t.arrival_s, prompt + n, n, first, last,
+                                        t.held_streak))
     out.sort(key=_BY_ARRIVAL)
     return out
-
-
-_new = object.__new__
-_DECODING_FIELDS = ("req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s",
-                    "last_token_s", "held_streak")
-if tuple(f.name for f in fields(DecodingRequest)) != _DECODING_FIELDS \
-        or hasattr(DecodingRequest, "__post_init__"):  # _decoding would silently diverge
-    raise ImportError("ppsched.core.snapshots.DecodingRequest changed: update "
-                      "sglang_patch.translate._decoding to build it")
-_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in _DECODING_FIELDS)
-
-
-def _decoding(req_id, arrival_s, context, generated, first, last, streak) -> DecodingRequest:
-    """``DecodingRequest(...)`` in half the time: the frozen dataclass's ``__init__`` pays an
-    ``object.__setattr__`` lookup per field; the slot descriptors set the same fields directly.
-    Built once per decoding request per turn, so this is the decode snapshot's main cost."""
-    d = _new(DecodingRequest)
-    s_id, s_arr, s_ctx, s_gen, s_first, s_last, s_streak = _SET
-    s_id(d, req_id)
-    s_arr(d, arrival_s)
-    s_ctx(d, context)
-    s_gen(d, generated)
-    s_first(d, first)
-    s_last(d, last)
-    s_streak(d, streak)
-    return d
 
 
 def decode_snapshot(*, now_s: float, slot: int, pp_size: int, running: Sequence, held: Sequence,

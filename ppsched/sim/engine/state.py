@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.requests import RequestRecord, RequestSpec
-from ppsched.core.snapshots import DecodingRequest, QueuedRequest
+from ppsched.core.snapshots import DecodingRequest, QueuedRequest, new_decoding_request
 
 
 class Req:
@@ -54,8 +54,8 @@ class Req:
         return view
 
     def decoding_view(self) -> DecodingRequest:
-        return DecodingRequest(self.rid, self.arrival_s, self.kv, self.generated, self.first_s,
-                               self.last_s, self.held_streak)
+        return new_decoding_request(self.rid, self.arrival_s, self.kv, self.generated,
+                                    self.first_s, self.last_s, self.held_streak)
 
     def tpot_ms(self) -> float:
         if self.generated < 2:
