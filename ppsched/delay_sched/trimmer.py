@@ -17,10 +17,10 @@ PP rank computes the same partition.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ppsched.core.policy import TrimDecision
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
@@ -59,15 +59,15 @@ def _percentile(values: tuple[float, ...], q: float) -> float:
     return ordered[rank - 1]
 
 
-def _arrival_key(req: DecodingRequest) -> tuple[float, int]:
-    return (req.arrival_s, req.req_id)
+_ARRIVAL_ORDER = attrgetter("arrival_s", "req_id")  # unique per request: no ties
 
 
 def _members(snap: DecodeSnapshot) -> list[DecodingRequest]:
-    """Running ∪ held in arrival order: both come sorted, so merge them (no sort)."""
+    """Running ∪ held in arrival order. Both come sorted: the sort merges their two runs in C,
+    as a merge would, at a fraction of ``heapq.merge``'s cost per request."""
     if not snap.held:
         return list(snap.running)
-    return list(heapq.merge(snap.running, snap.held, key=_arrival_key))
+    return sorted((*snap.running, *snap.held), key=_ARRIVAL_ORDER)
 
 
 def _all_ids(snap: DecodeSnapshot) -> tuple[int, ...]:
