@@ -149,8 +149,8 @@ class DelayTrimmer:
                 hold.add(req.req_id)
         inputs += (("recent_tpot_ms", tpot), ("tight", float(tight)),
                    ("want_hold", float(want)), ("held", float(len(hold))))
-        run_ids = tuple(r.req_id for r in members if r.req_id not in hold)
-        hold_ids = tuple(r.req_id for r in members if r.req_id in hold)
+        run_ids = tuple([r.req_id for r in members if r.req_id not in hold])
+        hold_ids = tuple([r.req_id for r in members if r.req_id in hold])
         victims = "hold-oldest" if tight else "hold-newest"
         reason = f"{rule}:{victims}" if hold else f"{rule}:bound-blocked"
         return TrimDecision(run_ids, hold_ids, reason, inputs)

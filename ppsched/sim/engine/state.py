@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.requests import RequestRecord, RequestSpec
-from ppsched.core.snapshots import DecodingRequest, QueuedRequest, new_decoding_request
+from ppsched.core.snapshots import QueuedRequest
 
 
 class Req:
@@ -52,10 +52,6 @@ class Req:
                                                self.cached if self.kv
                                                else self.prefill_len - self.remaining)
         return view
-
-    def decoding_view(self) -> DecodingRequest:
-        return new_decoding_request(self.rid, self.arrival_s, self.kv, self.generated,
-                                    self.first_s, self.last_s, self.held_streak)
 
     def tpot_ms(self) -> float:
         if self.generated < 2:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, SlotLoad
+from ppsched.core.snapshots import ChunkSnapshot, DecodeSnapshot, SlotLoad, new_decoding_request
 from ppsched.sim.engine.sched_state import SchedState
 from ppsched.sim.engine.state import Req
 
@@ -69,8 +69,10 @@ def decode_snapshot(st: SchedState, slot: int, now: float) -> DecodeSnapshot:
         members = sorted(members, key=arrival_order)
     running: list = []
     held: list = []
+    view = new_decoding_request  # once per member per DS turn
     for r in members:
-        (held if r.held_streak else running).append(r.decoding_view())
+        (held if r.held_streak else running).append(view(
+            r.rid, r.arrival_s, r.kv, r.generated, r.first_s, r.last_s, r.held_streak))
     return DecodeSnapshot(
         now_s=now,
         slot=slot,
