@@ -110,15 +110,13 @@ def tree_hash(root: Path) -> str:
     if not root.is_dir():
         return "absent"
     root = root.resolve()  # once: the files under it need no path resolution of their own
-    files = []
-    for folder, _, names in os.walk(root):
-        files += [os.path.join(folder, name) for name in names]
+    files = sorted((Path(folder, name).relative_to(root), os.path.join(folder, name))
+                   for folder, _, names in os.walk(root) for name in names
+                   if os.path.isfile(os.path.join(folder, name)))
     digest = hashlib.sha256()
-    for path in sorted(files, key=lambda p: Path(p).relative_to(root).parts):
-        if not os.path.isfile(path):
-            continue
+    for relative, path in files:
         stat = os.stat(path)
-        digest.update(str(Path(path).relative_to(root)).encode())
+        digest.update(str(relative).encode())
         digest.update(_file_hash(path, stat.st_mtime_ns, stat.st_size).encode())
     return digest.hexdigest()[:16]
 
