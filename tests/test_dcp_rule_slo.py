@@ -125,7 +125,7 @@ def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
 
 
 def test_first_late_checks_every_deadline_without_the_arrivals_share():
-    costs = CandidateCosts((256,), (256,), (20.0,), (0.0,))
+    costs = CandidateCosts((256,), (256,), (20.0,), 0.0)
     # 300 ms: (300 - 3 * 20) / 20 = 12 pieces of 256 = 3072 tokens; 100 ms: 2 pieces
     assert first_late(costs, 0, [(300.0, 3072, 0)], 4, 0.0) is None
     assert first_late(costs, 0, [(300.0, 3073, 0)], 4, 0.0) == 0

@@ -107,6 +107,7 @@ def test_a_bad_denominator_changes_nothing_when_guarded():
     assert p == [[-1.0, 0.0], [0.0, -1.0]] and w == [1.0, 2.0]
 
 
+@pytest.mark.pure
 def test_a_predictor_using_the_kernels_still_pickles():
     import pickle
 
@@ -122,3 +123,15 @@ def test_a_predictor_using_the_kernels_still_pickles():
     copy.update(shape, 41.0)
     alp.update(shape, 41.0)
     assert copy.weights == alp.weights and copy.cov == alp.cov
+
+
+def test_the_generated_kernels_module_is_current():
+    """ppsched/predictor/kernels.py is what the generators give today's sizes and constants
+    (``python scripts/gen_kernels.py`` rewrites it)."""
+    from pathlib import Path
+
+    from ppsched.predictor import kernels
+    from ppsched.predictor.kernels_source import module_source
+
+    source = Path(kernels.__file__).with_name("kernels.py").read_text()
+    assert source == module_source(), "stale: run python scripts/gen_kernels.py"

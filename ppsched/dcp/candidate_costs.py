@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from ppsched.core.batch import BatchShape, piece_shape, piece_sums
 from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad
@@ -103,7 +103,8 @@ def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch:
         prefill = candidates
     if batch is BatchModel.PLAIN:
         decodes, decode_ctx = 0, 0
-    batches = [batch_of(prefix, p, decodes, decode_ctx) for p in prefill]
+    # sums for ALP, shapes for any other predictor
+    batches: list[Any] = [batch_of(prefix, p, decodes, decode_ctx) for p in prefill]
     if decode_load is not None and decode_load[0] > 0:
         batches.append(batch_of(0, 0, decode_load[0], decode_load[1]))
     if by_sums is not None:  # ALP: one model answers the scan; the fit needs no residual shift

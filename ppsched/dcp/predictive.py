@@ -115,7 +115,7 @@ class PredictiveChunk:
         return None
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
-        due = self._due
+        due: tuple[float, int, float, tuple[int, ...], int] | None = self._due
         self._due = None
         if due is None or due[:2] != (snap.now_s, snap.iteration):
             held = self.held_decision(snap.now_s, snap.iteration,
@@ -123,11 +123,18 @@ class PredictiveChunk:
                                       snap.max_slot_decode_reqs)
             if held is not None:
                 return held
-            due, self._due = self._due, None
+            due = self._take_due()
+            assert due is not None  # held_decision returned None: it set the re-plan due
         _, _, arrival, candidates, floor = due
         self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
         self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
         return self._last
+
+    def _take_due(self) -> tuple[float, int, float, tuple[int, ...], int] | None:
+        """The re-plan ``held_decision`` set, cleared (a method of its own: read in ``decide``
+        after ``held_decision`` ran, not what ``decide`` last assigned)."""
+        due, self._due = self._due, None
+        return due
 
     def _finish(self, choice: Choice, floor: int, snap: ChunkSnapshot) -> ChunkDecision:
         costs = choice.costs

@@ -66,7 +66,8 @@ def prompt_floor(costs: CandidateCosts, prompt_tokens: float, pp: int, gap_ms: f
             return None  # a full cache stalls admission: no size past the KV budget
         if p <= 0:
             continue
-        if prompt_first_token_ms(costs, i, prompt_tokens, pp, gap_ms) <= ttft_ms:
+        first_token_ms = prompt_first_token_ms(costs, i, prompt_tokens, pp, gap_ms)
+        if first_token_ms is not None and first_token_ms <= ttft_ms:
             return i
     return None
 

@@ -97,7 +97,7 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     if measured_round_ms is not None:
         round_ms = measured_round_ms
     elif stages:
-        round_ms = pp * sum(stages) / len(stages)
+        round_ms = pp * sum(stages, 0.0) / len(stages)  # 0.0: a float sum (as 0 gives)
     else:
         return INF
     return round_ms * snap.kv_total_tokens / used
@@ -263,8 +263,9 @@ class SloRule:
                 ("arrival_tok_s", arrival_tok_s), ("queued_prompt_tokens", float(queued)),
                 ("slot_decodes", 0.0)))
         budget = min(self.slo.tpot_ms, kv_round)
-        idx = costs.best_supply(pp, budget)
-        if idx is not None:
+        fitting = costs.best_supply(pp, budget)
+        if fitting is not None:
+            idx = fitting
             regime = (Regime.MAX_SUPPLY_KV_BOUND if kv_round < self.slo.tpot_ms
                       else Regime.MAX_SUPPLY)
         else:

@@ -33,10 +33,9 @@ from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
-from ppsched.predictor.alp_kernel import alp_step
+from ppsched.predictor import kernels
 from ppsched.predictor.device_fit import N_FEATURES, DeviceFit
 from ppsched.predictor.profile import LinearProfile
-from ppsched.predictor.rls_kernels import anchor_step
 
 PREFIX_SCALE = 2.0**21
 EXTEND_SCALE = 2.0**20
@@ -64,12 +63,14 @@ LINEAR_PRIOR_SD = 10.0
 # a x0.1 profile trained on one band drift to -13% at 2048 tokens (allowed -11%). 4: the usual
 # robust choice between the two.
 LEVEL_PRIOR_DOF = 4.0
-ANCHORS = ((0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
+# (weight, precision: None for 1/init_cov)
+ANCHORS: tuple[tuple[int, float | None], ...] = (
+    (0, None), (1, None), (4, 1.0 / LINEAR_PRIOR_SD**2))
 # The bias is a per-iteration overhead: anchored at 0 (precision 1/init_cov) only while it is
 # negative. With every batch in one staircase band a too-high level and a negative offset fit
 # alike; a profile for slower hardware would otherwise be kept, offset by a negative bias (a
 # x10 profile trained on 128-token chunks predicted 2048-token prefills +676%; now +37%).
-NONNEGATIVE = ((3, None),)
+NONNEGATIVE: tuple[tuple[int, float | None], ...] = ((3, None),)
 # ...and it has a two-sided prior too: 0 +- OFFSET_PRIOR_BANDS first-band levels of the profile,
 # in the profile's units. Without it a positive offset was free, and
 # one-band data kept a profile for *faster* hardware behind one once the device scale's early
@@ -81,7 +82,7 @@ OFFSET_PRIOR_BANDS = 1.0
 # box -- twice its number of weights -- and only while its prequential error there is below ALP's.
 FIT_MIN_SCORED = 2 * N_FEATURES
 # the reference anchor kernels per weight count (``_anchor``; ``update`` runs the fused step)
-_ANCHOR_STEP = {n: anchor_step(n) for n in (4, 5)}
+_ANCHOR_STEP = {4: kernels.anchor_step_4, 5: kernels.anchor_step_5}
 
 
 def _anchor_layout(online: bool) -> tuple[tuple[int, float | None, bool], ...]:
@@ -95,12 +96,14 @@ def _anchor_layout(online: bool) -> tuple[tuple[int, float | None, bool], ...]:
     return layout
 
 
-# the fused update step per mode (module-level: predictors stay picklable)
-_FUSED_STEP = {online: alp_step(5 if online else 4,
-                                tuple((a, one_sided, a == 4)
-                                      for a, _, one_sided in _anchor_layout(online)),
-                                LINEAR_SCALE, LEVEL_PRIOR_DOF, COV_LIMIT)
-               for online in (False, True)}
+def fused_layout(online: bool) -> tuple[tuple[int, bool, bool], ...]:
+    """The priors of the fused step (``alp_kernel.AnchorLayout``): (weight, one-sided, the
+    level prior), in ``_anchor``'s order."""
+    return tuple((a, one_sided, a == 4) for a, _, one_sided in _anchor_layout(online))
+
+
+# the fused update step per mode, generated ahead of time (``kernels_source``)
+_FUSED_STEP = {False: kernels.alp_step_4, True: kernels.alp_step_5}
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:

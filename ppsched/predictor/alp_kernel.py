@@ -12,11 +12,11 @@ quotient and difference as they form it), so the state it leaves is bit-identica
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import cache
 
 from ppsched.predictor.rls_kernels import (
+    compiled,
     entry_source,
     gain_source,
     names_source,
@@ -40,7 +40,13 @@ def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float
              cov_limit: float) -> AlpStep:
     """The fused step for ``n`` weights and the priors in ``layout`` (in ``_anchor``'s order;
     ``precisions`` holds each one's base precision in the same order)."""
-    lines = ["def step(p, w, x, err, forgetting, precisions, scale):",
+    return compiled(alp_step_source(n, layout, linear_scale, level_dof, cov_limit), "step")
+
+
+def alp_step_source(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float,
+                    cov_limit: float, name: str = "step") -> list[str]:
+    lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
+             "err: float, forgetting: float, precisions: Sequence[float], scale: float) -> int:",
              f"    {names_source('x', n)} = x",
              f"    {names_source('w', n)} = w",
              *rows_source(n)]
@@ -61,20 +67,18 @@ def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float
                   f"{ind}precision = precisions[{m}]",
                   f"{ind}prior = 0.0"]
         if level:
-            lines += [f"{ind}prior = (1.0 / scale - 1.0) * LINEAR_SCALE",
+            lines += [f"{ind}prior = (1.0 / scale - 1.0) * {linear_scale!r}",
                       f"{ind}precision /= scale * scale",
                       f"{ind}z2 = (w{a} - prior) ** 2 * precision",
-                      f"{ind}precision *= (LEVEL_DOF + 1.0) / (LEVEL_DOF + z2)"]
+                      f"{ind}precision *= ({level_dof!r} + 1.0) / ({level_dof!r} + z2)"]
         lines += [f"{ind}denom = 1.0 / (forgotten * precision) + a{a}",
                   f"{ind}gain = (prior - w{a}) / denom"]
         for i in range(n):
             lines += [f"{ind}w{i} += a{i} * gain", f"{ind}k{i} = a{i} / denom"]
             lines += [f"{ind}v{i}_{j} = v{i}_{j} - k{i} * a{j}" for j in range(i, n)]
     lines += [*store_source(n), f"    w[:] = [{', '.join(f'w{j}' for j in range(n))}]",
-              "    healthy = (" + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))
+              "    healthy = (" + " and ".join(f"0.0 < v{i}_{i} < {cov_limit!r}"
+                                          for i in range(n))
               + " and " + " and ".join(f"isfinite(w{i})" for i in range(n)) + ")",
               "    return 1 if healthy else 0"]
-    namespace: dict = {"isfinite": math.isfinite, "LINEAR_SCALE": linear_scale,
-                       "LEVEL_DOF": level_dof, "COV_LIMIT": cov_limit}
-    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from the layout alone
-    return namespace["step"]
+    return lines

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
-from ppsched.predictor.rls_kernels import relative_rls_step
+from ppsched.predictor import kernels
 
 TOKEN_SCALE = 1000.0  # batched tokens (prefill + one per decode) / 1000
 PREFIX_SCALE = 2.0**21  # as ALP's attention features
@@ -57,7 +57,7 @@ def fit_features_of(sums: ShapeSums) -> list[float]:
 # on six live CPU logs (bench/predictor.md) ALP's MAPE with the fit at 0.9975 / 0.99 / 0.98 read
 # a mean 15.1 / 14.5 / 14.2%; 0.98 would leave ~7 samples per weight.
 FIT_FORGETTING = 0.99
-_RLS_STEP = relative_rls_step(N_FEATURES, COV_LIMIT)
+_RLS_STEP = kernels.relative_rls_step_7  # N_FEATURES weights, COV_LIMIT (kernels_source)
 
 
 class DeviceFit:

@@ -10,12 +10,16 @@ form it), so results are bit-identical to the loops (tests/test_rls_kernels.py).
 Both kernels take the covariance ``p`` as a list of row lists, symmetric, and update it in
 place: entry (i, j) and (j, i) both get the value the loops compute for i <= j from the
 upper triangle, which is what they read.
+
+The sizes ALP and the device fit run are generated ahead of time into ``kernels.py`` (typed, so
+that ``make native`` compiles them; ``scripts/gen_kernels.py``); the functions below build any
+size on demand from the same source.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 
 RlsStep = Callable[[list[list[float]], list[float], list[float], float, float, bool], bool]
@@ -67,34 +71,58 @@ def store_source(n: int) -> list[str]:
             for i in range(n)]
 
 
+def compiled(source: list[str], name: str) -> Callable:
+    """The function ``name`` that ``source`` defines (``kernels.py``'s imports in scope)."""
+    namespace: dict = {"isfinite": math.isfinite, "Sequence": Sequence}
+    exec("\n".join(source), namespace)  # noqa: S102 - generated from sizes and constants alone
+    return namespace[name]
+
+
+def rls_step_source(n: int, name: str = "step") -> list[str]:
+    lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
+             "err: float, forgetting: float, guard: bool) -> bool:",
+             f"    {names_source('x', n)} = x", *rows_source(n)]
+    lines += [*gain_source(n), "    if guard and not (denom > 0 and isfinite(denom)):",
+              "        return False", *update_source(n, "w[{i}]")]
+    return lines + store_source(n) + ["    return True"]
+
+
+def anchor_step_source(n: int, name: str = "step") -> list[str]:
+    lines = [f"def {name}(p: list[list[float]], w: list[float], pa: Sequence[float], "
+             "gain: float, denom: float) -> None:",
+             f"    {names_source('a', n)} = pa", *rows_source(n)]
+    for i in range(n):
+        lines += [f"    w[{i}] += a{i} * gain", f"    k{i} = a{i} / denom"]
+        lines += [f"    v{i}_{j} = r{i}_{j} - k{i} * a{j}" for j in range(i, n)]
+    return lines + store_source(n)
+
+
+def relative_rls_step_source(n: int, cov_limit: float, name: str = "step") -> list[str]:
+    lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
+             "inv_y: float, target: float, forgetting: float) -> bool:",
+             f"    {names_source('y', n)} = x",
+             *(f"    x{j} = y{j} * inv_y" for j in range(n)),
+             "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
+             *rows_source(n)]
+    lines += [*gain_source(n), *update_source(n, "w[{i}]")]
+    lines += store_source(n)
+    return lines + ["    return " + " and ".join(f"0.0 < v{i}_{i} < {cov_limit!r}"
+                                                for i in range(n))]
+
+
 @cache
 def rls_step(n: int) -> RlsStep:
     """``step(p, w, x, err, forgetting, guard)``: px = P x, denom = forgetting + x . px;
     with ``guard``, a denom that is not finite and > 0 returns False and changes nothing.
     Otherwise k = px / denom, w += k err, P = (P - k px^T) / forgetting; returns True."""
-    lines = ["def step(p, w, x, err, forgetting, guard):",
-             f"    {names_source('x', n)} = x", *rows_source(n)]
-    lines += [*gain_source(n), "    if guard and not (denom > 0 and isfinite(denom)):",
-              "        return False", *update_source(n, "w[{i}]")]
-    lines += store_source(n) + ["    return True"]
-    namespace: dict = {"isfinite": math.isfinite}
-    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
-    return namespace["step"]
+    return compiled(rls_step_source(n), "step")
 
 
 @cache
 def anchor_step(n: int) -> AnchorStep:
     """``step(p, w, pa, gain, denom)`` (``pa``: a copy of row a of P before the step):
     w += pa gain, P = P - (pa / denom) pa^T -- ALP's pseudo-observation of one prior."""
-    lines = ["def step(p, w, pa, gain, denom):",
-             f"    {names_source('a', n)} = pa", *rows_source(n)]
-    for i in range(n):
-        lines += [f"    w[{i}] += a{i} * gain", f"    k{i} = a{i} / denom"]
-        lines += [f"    v{i}_{j} = r{i}_{j} - k{i} * a{j}" for j in range(i, n)]
-    lines += store_source(n)
-    namespace: dict = {}
-    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
-    return namespace["step"]
+    return compiled(anchor_step_source(n), "step")
 
 
 @cache
@@ -102,14 +130,4 @@ def relative_rls_step(n: int, cov_limit: float) -> RelativeRlsStep:
     """``step(p, w, x, inv_y, target, forgetting)``: the device fit's step in relative error
     (``DeviceFit.update``): xs = x inv_y, err = target - w . xs, then ``rls_step``'s update with
     xs, unguarded. Returns whether every diagonal of the new P lies in (0, cov_limit)."""
-    lines = ["def step(p, w, x, inv_y, target, forgetting):",
-             f"    {names_source('y', n)} = x",
-             *(f"    x{j} = y{j} * inv_y" for j in range(n)),
-             "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
-             *rows_source(n)]
-    lines += [*gain_source(n), *update_source(n, "w[{i}]")]
-    lines += store_source(n)
-    lines += ["    return " + " and ".join(f"0.0 < v{i}_{i} < COV_LIMIT" for i in range(n))]
-    namespace: dict = {"COV_LIMIT": cov_limit}
-    exec("\n".join(lines), namespace)  # noqa: S102 - generated above from n alone
-    return namespace["step"]
+    return compiled(relative_rls_step_source(n, cov_limit), "step")

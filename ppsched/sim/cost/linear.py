@@ -104,7 +104,7 @@ class ScaledOp:
                 "blend": [p.describe() for p in self.parts[1:]]}
 
 
-def _log_distance(a: Sequence[int], b: Sequence[int]) -> float:
+def _log_distance(a: Sequence[float], b: Sequence[float]) -> float:
     return math.sqrt(sum((math.log(x) - math.log(y)) ** 2 for x, y in zip(a, b, strict=True)))
 
 

@@ -6,6 +6,7 @@ Hot path: every method below is plain-Python arithmetic over lists built once pe
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -283,7 +284,7 @@ class CostModel:
                 "total_ms": self.stage_ms_median(stage, shape)}
 
     def describe(self) -> dict[str, object]:
-        return {"model": {k: getattr(self.model, k) for k in self.model.__slots__},
+        return {"model": {f.name: getattr(self.model, f.name) for f in fields(self.model)},
                 "hardware": self.hardware.describe(), "link_model": self._link.describe(),
                 "pp_size": self.pp_size,
                 "tp_size": self.tp_size, "layers_per_stage": list(self.layers_per_stage),

@@ -41,7 +41,7 @@ def work_per_launch(dims: Sequence[int], kernel: Kernel, lanes: int | None = Non
     """Work per token and launch: K*N for a GEMM; for elementwise ops tensor passes x the width,
     where a one-block-per-token kernel's idle lanes (``lanes`` - width, LayerShape.lanes) count
     with the measured ``share`` (lane_share)."""
-    width = math.prod(dims)
+    width: float = math.prod(dims)
     if lanes is not None and share:
         width += share * (lanes - width)
     return kernel.passes * width
