@@ -14,6 +14,7 @@ the engine loop alone, us per microbatch and per request, and a digest of the ou
 
     .venv/bin/python bench/bench_sim_speed.py --baseline /work/baseline-main   # whole grid
     .venv/bin/python bench/bench_sim_speed.py --quick                           # 32B, azure-conv
+    .venv/bin/python bench/bench_sim_speed.py --baseline pure  # native build vs its pure modules
 """
 
 from __future__ import annotations
@@ -111,8 +112,9 @@ def worker(duration: float) -> int:
 
 # --- driver ---------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, tree: Path, duration: float) -> None:
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+    def __init__(self, tree: Path, duration: float, pure: bool = False) -> None:
+        # pure: the tree's pure-Python modules, never its native build (ppsched/native.py)
+        env = {**os.environ, "PYTHONPATH": str(tree), "PPSCHED_PURE": "1" if pure else "0"}
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
                                       "--duration", str(duration)], cwd=tree, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -138,7 +140,8 @@ def speed(r: dict) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline", type=Path, help="a checkout to run the same grid on")
+    ap.add_argument("--baseline", help="a checkout to run the same grid on; 'pure': this "
+                    "checkout's pure-Python modules (beside its native build)")
     ap.add_argument("--quick", action="store_true", help="qwen2.5-32b on azure-conv only")
     ap.add_argument("--duration", type=float, default=300.0,
                     help="seconds of arrivals per run (default 300)")
@@ -150,13 +153,18 @@ def main() -> int:
         raise SystemExit(f"--duration {args.duration!r}: expected seconds > 0")
     if args.worker:
         return worker(args.duration)
-    if args.baseline is not None and not (args.baseline / "ppsched").is_dir():
-        raise SystemExit(f"--baseline {args.baseline}: expected a ppsched checkout")
+    pure = args.baseline == "pure"
+    base_tree = ROOT if pure else Path(args.baseline).resolve() if args.baseline else None
+    if base_tree is not None and not (base_tree / "ppsched").is_dir():
+        raise SystemExit(f"--baseline {args.baseline}: expected a ppsched checkout or 'pure'")
     cells = grid(args.quick)
     # the code the workers import now is the code measured
-    commits = (_commit(ROOT), _commit(args.baseline) if args.baseline else "")
-    trees = {"new": ROOT} | ({"base": args.baseline.resolve()} if args.baseline else {})
-    workers = {name: Worker(tree, args.duration) for name, tree in trees.items()}
+    commits = (_commit(ROOT) + ("" if _native() else " (pure)"),
+               _commit(base_tree) + (" (pure)" if pure else "") if base_tree else "")
+    print(f"measured: {commits[0]}" + (f"; baseline: {commits[1]}" if base_tree else ""))
+    workers = {"new": Worker(ROOT, args.duration)}
+    if base_tree is not None:
+        workers["base"] = Worker(base_tree, args.duration, pure=pure)
     for model in sorted({c["model"] for c in cells}):
         for chunk in POLICIES:
             for w in workers.values():
@@ -207,6 +215,14 @@ def main() -> int:
     return 0
 
 
+def _native() -> bool:
+    """Whether a worker on this checkout runs its native build (``make native``)."""
+    code = "import ppsched; print(ppsched.NATIVE)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "PPSCHED_PURE": "0"})
+    return out.stdout.strip() == "True"
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
@@ -252,7 +268,7 @@ def _pin(rows: list[dict], args: argparse.Namespace, commits: tuple[str, str]) -
     if args.quick:
         command += " --quick"
     if args.baseline:
-        command += " --baseline BASELINE_CHECKOUT"
+        command += " --baseline " + ("pure" if args.baseline == "pure" else "BASELINE_CHECKOUT")
     meta = {"title": "Simulator speed: simulated seconds per CPU second",
             "command": command, "commit": commit,
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -261,7 +277,9 @@ def _pin(rows: list[dict], args: argparse.Namespace, commits: tuple[str, str]) -
                      "policy's committed goodput (static:512: oracle-static's); PP4, mixed "
                      "chunk, seed 0; shared 2-core host"
                      + (f"; base_*: commit {base} run side by side, identical = output "
-                        "digests equal" if base else ""))}
+                        "digests equal" if base else "")
+                     + ("; speed_cpu is the native build's (make native), base_* the same "
+                        "checkout's pure-Python modules" if args.baseline == "pure" else ""))}
     (out / "sim_speed.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ppsched import native
 from ppsched.version import __version__
+
+NATIVE = native.select()  # the compiled modules run (``make native``), or the pure sources
 
 # public name -> the module that defines it
 _EXPORTS = {

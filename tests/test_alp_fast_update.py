@@ -16,6 +16,8 @@ from ppsched.predictor import alp as alp_mod
 from ppsched.predictor.alp import ALPredictor, features
 from ppsched.predictor.profile import LinearProfile
 
+pytestmark = pytest.mark.pure  # subclasses a compiled class (tests/conftest.py)
+
 
 class Textbook(ALPredictor):
     def update(self, shape, measured_ms):

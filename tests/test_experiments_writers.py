@@ -113,6 +113,7 @@ def test_paper_and_figures_parse_their_defaults():
         assert args.seeds == 3 and not args.no_verify and args.rel_tol == 0.02
 
 
+@pytest.mark.pure
 def test_alp_online_replay_predicts_before_it_learns(monkeypatch):
     import numpy as np
 

@@ -12,6 +12,8 @@ import random
 import sys
 import types
 
+import pytest
+
 from ppsched.core.snapshots import (
     ChunkSnapshot,
     DecodeSnapshot,
@@ -257,6 +259,7 @@ def _mutate(sched, held, rng, serial):
                             rng.choice(["extend", "decode"])) for b in sched.running_mbs]
 
 
+@pytest.mark.pure
 def test_fast_path_decides_exactly_as_the_per_request_path():
     for name in ("sglang", "sglang.srt", "sglang.srt.managers", "sglang.srt.managers.io_struct"):
         sys.modules.setdefault(name, types.ModuleType(name))

@@ -104,6 +104,7 @@ def test_idle_lane_share_is_measured_per_kernel():
     assert lane_share(op_kernel("input_layernorm"), POOL) == 0.0  # no profile has idle lanes
 
 
+@pytest.mark.pure
 def test_idle_lanes_improve_the_padded_profiles(monkeypatch):
     """Leave-one-model-out over every profile whose kernel leaves lanes idle (SiluAndMul and
     rope at widths off the block): counting idle lanes at the measured share beats the width

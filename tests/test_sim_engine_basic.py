@@ -141,6 +141,7 @@ class Recorder:
         self.observed.append((len(self.decides), m))
 
 
+@pytest.mark.pure
 def test_controller_gets_every_past_measurement_and_no_future_one(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_chunk_controller",
@@ -183,6 +184,7 @@ class HoldNewest:
                             "test")
 
 
+@pytest.mark.pure
 def test_trimmer_holds_keep_kv_resume_and_are_logged(monkeypatch):
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_decode_trimmer",
                         lambda mode, ctx, k: HoldNewest())
@@ -217,6 +219,7 @@ class LaunchRecorder(Recorder):
         self.launches.append((len(self.decides), launch))
 
 
+@pytest.mark.pure
 def test_controller_is_told_every_launch_as_it_starts(monkeypatch):
     rec = LaunchRecorder()
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_chunk_controller",

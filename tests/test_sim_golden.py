@@ -69,6 +69,7 @@ HOLDING = {"greedy-over": "ppsched.dcp.greedy.GreedyChunk",
            "predictive-paper": "ppsched.dcp.predictive.PredictiveChunk"}
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize("name", sorted(HOLDING))
 def test_a_held_decision_is_the_one_decide_gives(name, monkeypatch):
     """The engine asks ``held_decision`` before it builds a snapshot; an engine that never asks

@@ -14,6 +14,8 @@ import pytest
 
 from ppsched.sim.engine.prefix_cache import PrefixCache
 
+pytestmark = pytest.mark.pure  # subclasses a compiled class (tests/conftest.py)
+
 
 class Walked(PrefixCache):
     def evict(self, need):

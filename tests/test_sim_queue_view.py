@@ -16,6 +16,7 @@ LIMITS = EngineLimits(slots=2, tp=False, max_running=64, per_slot_cap=32, mixed_
                       max_chunk_tokens=2048, max_context=32768, ds_max_consecutive=1)
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize("seed", range(4))
 def test_view_matches_a_rebuild_after_every_queue_operation(monkeypatch, seed):
     monkeypatch.setattr(sched_state, "QUEUE_VIEW", 8)  # a short window: entries slide often
