@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 from test_dcp_rule_slo import ELSEWHERE, mixed_ctl
 from test_dcp_support import make_snap, waiting
@@ -11,6 +12,7 @@ from ppsched.core.slo import Slo
 from ppsched.core.snapshots import QueuedRequest
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.prompt_floor import MIN_PROMPTS, RecentPrompts, prompt_floor
+from ppsched.dcp.signals import percentile
 
 # LinearFake (test_dcp_support): stage = 10 + 0.02 c in a mixed loop, pp = 4. A 60 ms TPOT SLO
 # allows stages up to 15 ms: 128 (12.56 ms) is the price's choice, 256 (15.12 ms) is over it.
@@ -51,6 +53,23 @@ def test_recent_prompts_window_is_the_snapshots_ttft_samples():
     prompts.see(make_snap(queue=[waiting(100 + i, 1.0, 100) for i in range(20)], ttft=(1.0,) * 5))
     assert prompts.window == 12  # the most a snapshot has carried: it never shrinks
     assert sorted(prompts._tokens) == list(range(108, 120))
+
+
+def test_recent_prompts_percentile_is_the_windows_percentile():
+    """The window is kept in order as it slides; its percentile is ``signals.percentile`` of
+    the prompts it holds, exactly, at every step."""
+    rng = random.Random(7)
+    prompts = RecentPrompts()
+    next_id = 0
+    for step in range(300):
+        queue = [waiting(next_id + i, 1.0, rng.choice([1, 50, 50, 700, rng.randrange(1, 9000)]))
+                 for i in range(rng.randrange(0, 6))]
+        next_id += len(queue)
+        prompts.see(make_snap(queue=queue, ttft=(1.0,) * min(64, 10 + step // 4)))
+        held = tuple(prompts._tokens.values())
+        for q in (50.0, 90.0, 99.0):
+            expected = percentile(held, q) if len(held) >= MIN_PROMPTS else None
+            assert prompts.percentile(q) == expected
 
 
 def costs_for(candidates: tuple[int, ...]) -> CandidateCosts:

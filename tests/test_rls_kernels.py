@@ -128,10 +128,8 @@ def test_a_predictor_using_the_kernels_still_pickles():
 def test_the_generated_kernels_module_is_current():
     """ppsched/predictor/kernels.py is what the generators give today's sizes and constants
     (``python scripts/gen_kernels.py`` rewrites it)."""
-    from pathlib import Path
-
-    from ppsched.predictor import kernels
+    from ppsched.native import source_path
     from ppsched.predictor.kernels_source import module_source
 
-    source = Path(kernels.__file__).with_name("kernels.py").read_text()
+    source = source_path("ppsched.predictor.kernels").read_text()
     assert source == module_source(), "stale: run python scripts/gen_kernels.py"

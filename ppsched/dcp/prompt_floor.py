@@ -18,12 +18,13 @@ are seen: the fewest in which one prompt lies above the P90.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import OrderedDict
 
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import CandidateCosts, waiting_fcfs
-from ppsched.dcp.signals import percentile
+from ppsched.dcp.signals import sorted_percentile
 
 MIN_PROMPTS = 10  # the fewest prompts with one above the P90
 
@@ -36,21 +37,25 @@ class RecentPrompts:
     def __init__(self, window: int = 0) -> None:
         self.window = window
         self._tokens: OrderedDict[int, int] = OrderedDict()  # req_id -> uncached prompt tokens
+        self._ordered: list[int] = []  # the same tokens in ascending order (read every re-plan)
 
     def see(self, snap: ChunkSnapshot) -> None:
         self.window = max(self.window, len(snap.recent_ttft_ms))
         for q in waiting_fcfs(snap):
             if q.req_id in self._tokens:
                 continue
-            self._tokens[q.req_id] = q.prompt_tokens - q.cached_prompt_tokens
+            tokens = q.prompt_tokens - q.cached_prompt_tokens
+            self._tokens[q.req_id] = tokens
+            bisect.insort(self._ordered, tokens)
             if len(self._tokens) > self.window:
-                self._tokens.popitem(last=False)
+                _, dropped = self._tokens.popitem(last=False)
+                del self._ordered[bisect.bisect_left(self._ordered, dropped)]
 
     def percentile(self, q: float) -> float | None:
         """The q-th percentile of the window's prompts; None before ``MIN_PROMPTS`` are seen."""
         if len(self._tokens) < MIN_PROMPTS:
             return None
-        return percentile(tuple(self._tokens.values()), q)
+        return sorted_percentile(self._ordered, q)
 
 
 def prompt_floor(costs: CandidateCosts, prompt_tokens: float, pp: int, gap_ms: float,

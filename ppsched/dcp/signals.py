@@ -58,13 +58,18 @@ def percentile(samples: Sequence[float], q: float) -> float | None:
     """
     finite = [x for x in samples if x == x]  # drop NaN (1-token requests have no TPOT)
     finite.sort()
-    n = len(finite)
+    return sorted_percentile(finite, q)
+
+
+def sorted_percentile(ordered: Sequence[float], q: float) -> float | None:
+    """``percentile`` of samples already in ascending order, none of them NaN."""
+    n = len(ordered)
     if n == 0:
         return None
     pos = (n - 1) * q / 100.0
     lo = int(pos)
     hi = min(lo + 1, n - 1)
-    return finite[lo] + (finite[hi] - finite[lo]) * (pos - lo)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def safe_floor(candidates: Sequence[int], max_slot_decodes: int) -> int:
