@@ -35,7 +35,7 @@ def dot_source(row: str, vec: str, n: int) -> str:
 
 def gain_source(n: int) -> list[str]:
     """The RLS step's px = P x and denom = forgetting + x . px, over unpacked ``r{i}_{j}``."""
-    return [*(f"    px{i} = {dot_source(f'r{i}_', 'x', n)}" for i in range(n)),
+    return [*[f"    px{i} = {dot_source(f'r{i}_', 'x', n)}" for i in range(n)],
             f"    denom = forgetting + ({dot_source('x', 'px', n)})"]
 
 
@@ -62,7 +62,7 @@ def entry_source(i: int, j: int) -> str:
 def rows_source(n: int) -> list[str]:
     """Unpack the rows of ``p`` and every row's entries ``r{i}_{j}``."""
     return [f"    {names_source('r', n)} = p",
-            *(f"    {names_source(f'r{i}_', n)} = r{i}" for i in range(n))]
+            *[f"    {names_source(f'r{i}_', n)} = r{i}" for i in range(n)]]
 
 
 def store_source(n: int) -> list[str]:
@@ -101,7 +101,7 @@ def relative_rls_step_source(n: int, cov_limit: float, name: str = "step") -> li
     lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
              "inv_y: float, target: float, forgetting: float) -> bool:",
              f"    {names_source('y', n)} = x",
-             *(f"    x{j} = y{j} * inv_y" for j in range(n)),
+             *[f"    x{j} = y{j} * inv_y" for j in range(n)],
              "    err = target - (0.0 + " + " + ".join(f"w[{j}] * x{j}" for j in range(n)) + ")",
              *rows_source(n)]
     lines += [*gain_source(n), *update_source(n, "w[{i}]")]

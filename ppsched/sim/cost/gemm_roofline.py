@@ -43,7 +43,7 @@ class GemmRoofline:
         if len(gemms) < 3:
             raise UserError(f"{len(gemms)} profiled GEMMs (models other than "
                             f"{exclude_model!r}): expected >= 3 to fit the GEMM roofline")
-        weights = np.array([DTYPE_BYTES * k * n for k, n in (p.dims for p in gemms)], float)
+        weights = np.array([DTYPE_BYTES * k * n for k, n in [p.dims for p in gemms]], float)
         one = np.array([np.interp(DECODE_TOKENS, p.tokens, p.median_ms) for p in gemms])
         rows = np.stack([1.0 / one, weights / one], axis=1)
         (fixed, ms_per_byte), *_ = np.linalg.lstsq(rows, np.ones(len(one)), rcond=None)
