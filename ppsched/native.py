@@ -113,18 +113,13 @@ def select() -> bool:
     pure-Python sources are imported instead (asked for, or a source changed since the build)."""
     if not built_modules():
         return False
-    reason = None
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
-        reason = ""
-    else:
+    if os.environ.get(PURE_ENV, "") in ("", "0"):
         stale = stale_sources()
-        if stale:
-            reason = (f"ppsched: {len(stale)} compiled module(s) changed since the native build "
-                      f"(first: {stale[0]}); running pure Python: `make native` rebuilds")
-    if reason is None:
-        return True
+        if not stale:
+            return True
+        warnings.warn(f"ppsched: {len(stale)} compiled module(s) changed since the native build "
+                      f"(first: {stale[0]}); running pure Python: `make native` rebuilds",
+                      RuntimeWarning, stacklevel=2)
     if not any(isinstance(f, SourceOnlyFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, SourceOnlyFinder())
-    if reason:
-        warnings.warn(reason, RuntimeWarning, stacklevel=2)
     return False

@@ -33,6 +33,9 @@ from ppsched.dcp.signals import ArrivalWindow, check_candidates, safe_floor, usa
 
 __all__ = ["PredictiveChunk", "StagePredictor", "Variant"]
 
+# a re-plan ``held_decision`` found due: (now, iteration, arrival rate, candidates, floor)
+_Replan = tuple[float, int, float, tuple[int, ...], int]
+
 
 class Variant(Enum):
     PAPER = "paper"  # the paper's rule in every loop
@@ -56,8 +59,7 @@ class PredictiveChunk:
         self._arrivals = ArrivalWindow(self.constants.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
-        # a re-plan ``held_decision`` found due: (now, iteration, arrival rate, candidates, floor)
-        self._due: tuple[float, int, float, tuple[int, ...], int] | None = None
+        self._due: _Replan | None = None  # a re-plan held_decision found due
         self.mixed_seen = False  # has the engine ever run decodes inside a prefill batch?
         # measured residuals, used by the SLO rule; they fade with ALP's own forgetting
         forgetting = getattr(predictor, "forgetting", None)
@@ -115,7 +117,7 @@ class PredictiveChunk:
         return None
 
     def decide(self, snap: ChunkSnapshot) -> ChunkDecision:
-        due: tuple[float, int, float, tuple[int, ...], int] | None = self._due
+        due: _Replan | None = self._due
         self._due = None
         if due is None or due[:2] != (snap.now_s, snap.iteration):
             held = self.held_decision(snap.now_s, snap.iteration,
@@ -130,7 +132,7 @@ class PredictiveChunk:
         self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
         return self._last
 
-    def _take_due(self) -> tuple[float, int, float, tuple[int, ...], int] | None:
+    def _take_due(self) -> _Replan | None:
         """The re-plan ``held_decision`` set, cleared (a method of its own: read in ``decide``
         after ``held_decision`` ran, not what ``decide`` last assigned)."""
         due, self._due = self._due, None

@@ -97,7 +97,7 @@ def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = 
     if measured_round_ms is not None:
         round_ms = measured_round_ms
     elif stages:
-        round_ms = pp * sum(stages, 0.0) / len(stages)  # 0.0: a float sum (as 0 gives)
+        round_ms = pp * sum(stages, 0.0) / len(stages)  # start 0.0: the sum 0 gives, typed float
     else:
         return INF
     return round_ms * snap.kv_total_tokens / used

@@ -1,4 +1,5 @@
-"""ALP's whole learning step as one generated function: the RLS step, the priors, the checks.
+"""ALP's whole learning step as one generated function: the RLS step, the priors, the checks
+(written out into ``kernels.py`` as ``alp_step_4`` and ``alp_step_5`` by ``kernels_source``).
 
 ``ALPredictor.update`` runs once per stage measurement. Written as the RLS kernel, then one
 anchor kernel per prior (``ALPredictor._anchor``), each unpacking and storing the covariance
@@ -12,11 +13,7 @@ quotient and difference as they form it), so the state it leaves is bit-identica
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-
 from ppsched.predictor.rls_kernels import (
-    compiled,
     entry_source,
     gain_source,
     names_source,
@@ -28,23 +25,15 @@ from ppsched.predictor.rls_kernels import (
 # (weight index, one-sided: anchored only while the weight is negative, the level prior: its
 # mean and precision follow the device scale and it has Student-t tails)
 AnchorLayout = tuple[tuple[int, bool, bool], ...]
-# step(p, w, x, err, forgetting, precisions, scale) -> -1: the RLS denominator is not finite
-# and > 0, nothing changed; 1: learned, healthy; 0: learned, the covariance or the weights
-# need a reset
-AlpStep = Callable[[list[list[float]], list[float], list[float], float, float,
-                    tuple[float, ...], float], int]
-
-
-@cache
-def alp_step(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float,
-             cov_limit: float) -> AlpStep:
-    """The fused step for ``n`` weights and the priors in ``layout`` (in ``_anchor``'s order;
-    ``precisions`` holds each one's base precision in the same order)."""
-    return compiled(alp_step_source(n, layout, linear_scale, level_dof, cov_limit), "step")
 
 
 def alp_step_source(n: int, layout: AnchorLayout, linear_scale: float, level_dof: float,
                     cov_limit: float, name: str = "step") -> list[str]:
+    """``name(p, w, x, err, forgetting, precisions, scale)``: the fused step for ``n`` weights
+    and the priors in ``layout`` (in ``_anchor``'s order; ``precisions`` holds each one's base
+    precision in the same order). Returns -1: the RLS denominator is not finite and > 0,
+    nothing changed; 1: learned, healthy; 0: learned, the covariance or the weights need a
+    reset."""
     lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
              "err: float, forgetting: float, precisions: Sequence[float], scale: float) -> int:",
              f"    {names_source('x', n)} = x",

@@ -35,8 +35,8 @@ def dot_source(row: str, vec: str, n: int) -> str:
 
 def gain_source(n: int) -> list[str]:
     """The RLS step's px = P x and denom = forgetting + x . px, over unpacked ``r{i}_{j}``."""
-    return [*[f"    px{i} = {dot_source(f'r{i}_', 'x', n)}" for i in range(n)],
-            f"    denom = forgetting + ({dot_source('x', 'px', n)})"]
+    return ([f"    px{i} = {dot_source(f'r{i}_', 'x', n)}" for i in range(n)]
+            + [f"    denom = forgetting + ({dot_source('x', 'px', n)})"])
 
 
 def update_source(n: int, weight: str) -> list[str]:
@@ -61,8 +61,8 @@ def entry_source(i: int, j: int) -> str:
 
 def rows_source(n: int) -> list[str]:
     """Unpack the rows of ``p`` and every row's entries ``r{i}_{j}``."""
-    return [f"    {names_source('r', n)} = p",
-            *[f"    {names_source(f'r{i}_', n)} = r{i}" for i in range(n)]]
+    return [f"    {names_source('r', n)} = p"] + [
+        f"    {names_source(f'r{i}_', n)} = r{i}" for i in range(n)]
 
 
 def store_source(n: int) -> list[str]:
@@ -71,7 +71,7 @@ def store_source(n: int) -> list[str]:
             for i in range(n)]
 
 
-def compiled(source: list[str], name: str) -> Callable:
+def _define(source: list[str], name: str) -> Callable:
     """The function ``name`` that ``source`` defines (``kernels.py``'s imports in scope)."""
     namespace: dict = {"isfinite": math.isfinite, "Sequence": Sequence}
     exec("\n".join(source), namespace)  # noqa: S102 - generated from sizes and constants alone
@@ -115,14 +115,14 @@ def rls_step(n: int) -> RlsStep:
     """``step(p, w, x, err, forgetting, guard)``: px = P x, denom = forgetting + x . px;
     with ``guard``, a denom that is not finite and > 0 returns False and changes nothing.
     Otherwise k = px / denom, w += k err, P = (P - k px^T) / forgetting; returns True."""
-    return compiled(rls_step_source(n), "step")
+    return _define(rls_step_source(n), "step")
 
 
 @cache
 def anchor_step(n: int) -> AnchorStep:
     """``step(p, w, pa, gain, denom)`` (``pa``: a copy of row a of P before the step):
     w += pa gain, P = P - (pa / denom) pa^T -- ALP's pseudo-observation of one prior."""
-    return compiled(anchor_step_source(n), "step")
+    return _define(anchor_step_source(n), "step")
 
 
 @cache
@@ -130,4 +130,4 @@ def relative_rls_step(n: int, cov_limit: float) -> RelativeRlsStep:
     """``step(p, w, x, inv_y, target, forgetting)``: the device fit's step in relative error
     (``DeviceFit.update``): xs = x inv_y, err = target - w . xs, then ``rls_step``'s update with
     xs, unguarded. Returns whether every diagonal of the new P lies in (0, cov_limit)."""
-    return compiled(relative_rls_step_source(n, cov_limit), "step")
+    return _define(relative_rls_step_source(n, cov_limit), "step")
