@@ -23,7 +23,7 @@ $(DEV_STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,ray]' 'torch==2.13.0'
 	touch $(DEV_STAMP)
 
-# The simulator's hot modules compiled with mypyc, in place (ppsched/native.py): 2-3x as fast,
+# The simulator's hot modules compiled with mypyc, in place (ppsched/native.py): about 2x as fast,
 # outputs bit-identical. Rebuilt only when a compiled module's source changed (~45 s on 2 cores).
 # No C compiler, or PPSCHED_NATIVE=0: ppsched runs as pure Python. A failed build stops here
 # (a type error in a compiled module is a bug); `make pure` removes the build.
@@ -35,7 +35,7 @@ $(NATIVE_TOOLS_STAMP): $(BASE_STAMP)
 native: $(BASE_STAMP)
 	@if [ "$${PPSCHED_NATIVE:-1}" = 0 ]; then echo "native: PPSCHED_NATIVE=0: pure Python"; \
 	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
-	  echo "native: no C compiler ($${CC:-cc}): ppsched runs as pure Python (2-3x slower)"; \
+	  echo "native: no C compiler ($${CC:-cc}): ppsched runs as pure Python (about 2x slower)"; \
 	else $(MAKE) --no-print-directory $(NATIVE_TOOLS_STAMP) \
 	  && $(BIN)/python scripts/build_native.py; fi
 
