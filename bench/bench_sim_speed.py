@@ -8,7 +8,8 @@ oracle-static's goodput. Each run offers ``--duration`` seconds of Poisson arriv
 
 Every cell runs in a long-lived worker process per tree (``--baseline DIR`` adds a second worker
 on that checkout's code); the two workers take each cell in turn, so both see the same machine
-load. Per cell: simulated s per CPU s of ``simulate()`` (engine loop, frames, invariants) and of
+load. Per cell (the median CPU time of ``--repeat`` runs, 3 by default, whose outputs must be
+equal): simulated s per CPU s of ``simulate()`` (engine loop, frames, invariants) and of
 the engine loop alone, us per microbatch and per request, and a digest of the outputs
 (requests, the summary's output figures, decisions, iterations) that must match the baseline's.
 
@@ -99,24 +100,38 @@ def _run_cell(cell: dict, duration: float) -> dict:
             "digest": _DIGEST.run_digest(result)}
 
 
-def worker(duration: float) -> int:
+def _median_run(cell: dict, duration: float, repeat: int) -> dict:
+    """The cell run ``repeat`` times: the median CPU times (a shared host's neighbours only
+    ever add time, and one slow run should not set the figure), the outputs of every run
+    checked equal."""
+    runs = [_run_cell(cell, duration) for _ in range(repeat)]
+    if len({r["digest"] for r in runs}) != 1:
+        raise SystemExit(f"{cell}: the same run gave different outputs")
+    out = dict(runs[0])
+    for key in ("cpu_s", "engine_cpu_s"):
+        out[key] = sorted(r[key] for r in runs)[repeat // 2]
+    return out
+
+
+def worker(duration: float, repeat: int) -> int:
     for line in sys.stdin:
         cell = json.loads(line)
         if cell.get("warm"):  # tables, profiles and imports loaded before anything is timed
             _run_cell({**cell, "rate": 1.0}, 5.0)
             print(json.dumps({"warm": True}), flush=True)
             continue
-        print(json.dumps(_run_cell(cell, duration)), flush=True)
+        print(json.dumps(_median_run(cell, duration, repeat)), flush=True)
     return 0
 
 
 # --- driver ---------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, tree: Path, duration: float, pure: bool = False) -> None:
+    def __init__(self, tree: Path, duration: float, repeat: int, pure: bool = False) -> None:
         # pure: the tree's pure-Python modules, never its native build (ppsched/native.py)
         env = {**os.environ, "PYTHONPATH": str(tree), "PPSCHED_PURE": "1" if pure else "0"}
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
-                                      "--duration", str(duration)], cwd=tree, env=env,
+                                      "--duration", str(duration), "--repeat", str(repeat)],
+                                     cwd=tree, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def ask(self, cell: dict) -> dict:
@@ -145,14 +160,18 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="qwen2.5-32b on azure-conv only")
     ap.add_argument("--duration", type=float, default=300.0,
                     help="seconds of arrivals per run (default 300)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per cell; the median CPU time is reported (default 3)")
     ap.add_argument("--pin", action="store_true",
                     help="write results/pinned/sim_speed.csv and its .meta.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not (args.duration > 0 and math.isfinite(args.duration)):
         raise SystemExit(f"--duration {args.duration!r}: expected seconds > 0")
+    if args.repeat < 1:
+        raise SystemExit(f"--repeat {args.repeat}: expected at least 1 run per cell")
     if args.worker:
-        return worker(args.duration)
+        return worker(args.duration, args.repeat)
     pure = args.baseline == "pure"
     base_tree = ROOT if pure else Path(args.baseline).resolve() if args.baseline else None
     if base_tree is not None and not (base_tree / "ppsched").is_dir():
@@ -162,9 +181,9 @@ def main() -> int:
     commits = (_commit(ROOT) + ("" if _native() else " (pure)"),
                _commit(base_tree) + (" (pure)" if pure else "") if base_tree else "")
     print(f"measured: {commits[0]}" + (f"; baseline: {commits[1]}" if base_tree else ""))
-    workers = {"new": Worker(ROOT, args.duration)}
+    workers = {"new": Worker(ROOT, args.duration, args.repeat)}
     if base_tree is not None:
-        workers["base"] = Worker(base_tree, args.duration, pure=pure)
+        workers["base"] = Worker(base_tree, args.duration, args.repeat, pure=pure)
     for model in sorted({c["model"] for c in cells}):
         for chunk in POLICIES:
             for w in workers.values():
@@ -264,7 +283,8 @@ def _pin(rows: list[dict], args: argparse.Namespace, commits: tuple[str, str]) -
         writer.writeheader()
         writer.writerows(rows)
     commit, base = commits
-    command = "python bench/bench_sim_speed.py --pin --duration " + f"{args.duration:g}"
+    command = ("python bench/bench_sim_speed.py --pin --duration " + f"{args.duration:g}"
+               + f" --repeat {args.repeat}")
     if args.quick:
         command += " --quick"
     if args.baseline:
@@ -272,7 +292,8 @@ def _pin(rows: list[dict], args: argparse.Namespace, commits: tuple[str, str]) -
     meta = {"title": "Simulator speed: simulated seconds per CPU second",
             "command": command, "commit": commit,
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-            "note": ("speed_cpu: simulated s / CPU s of simulate() (engine, frames, invariants); "
+            "note": ("speed_cpu: simulated s / CPU s of simulate() (engine, frames, invariants), "
+                     f"median of {args.repeat} runs per cell; "
                      "engine_speed_cpu: the engine loop alone; pass = 0.9x, over = 1.5x the "
                      "policy's committed goodput (static:512: oracle-static's); PP4, mixed "
                      "chunk, seed 0; shared 2-core host"

@@ -43,6 +43,7 @@ MODULES = (
     "ppsched.dcp.rule_paper", "ppsched.dcp.rule_slo", "ppsched.dcp.rule_steady",
     "ppsched.dcp.signals", "ppsched.dcp.static",
     "ppsched.predictor.alp", "ppsched.predictor.alp_kernel", "ppsched.predictor.device_fit",
+    "ppsched.predictor.linear_term",
     "ppsched.predictor.kernels",
     "ppsched.predictor.rls_kernels",
     "ppsched.sim.cost.attention", "ppsched.sim.cost.gemm_roofline", "ppsched.sim.cost.linear",

@@ -157,3 +157,16 @@ def test_scaled_profile_multiplies_every_time():
     for bad in (0, -1.0, float("inf"), float("nan")):
         with pytest.raises(UserError, match="scale factor"):
             base.scaled(bad)
+
+
+@pytest.mark.parametrize("variant", ["staircase", "linear"])
+def test_the_compiled_linear_term_is_linear_ms(variant):
+    """ALP prices batches with ``linear_term().ms``: the profile's ``linear_ms`` exactly, at
+    every band edge, inside the bands, past the last one and at 0 tokens."""
+    profile = default_profile(BUILTIN_MODELS["qwen2.5-14b"], pp_size=4).with_variant(variant)
+    term = profile.linear_term()
+    edges = [u + d for u, _ in profile.staircase for d in (-1, 0, 1)]
+    for tokens in [-5, 0, 1, 2, 127, *edges, 5000, 20000, *range(0, 9000, 37)]:
+        assert term.ms(tokens) == profile.linear_ms(tokens), tokens
+    assert profile.staircase and (variant == "staircase") == any(
+        term.ms(u) != profile.alpha0 * u + profile.alpha1 for u, _ in profile.staircase)

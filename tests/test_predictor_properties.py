@@ -45,7 +45,7 @@ def test_rls_stays_finite_and_symmetric_on_arbitrary_data(data, online):
     alp = ALPredictor(PROFILE, correct_linear_online=online)
     for shape, ms in data:
         alp.update(shape, ms)
-        p = alp.cov
+        p = alp.cov.rows()
         assert all(p[i][j] == p[j][i] for i in range(alp.n) for j in range(alp.n))
         assert all(0 < p[i][i] < 1e8 for i in range(alp.n))
         assert all(math.isfinite(w) for w in alp.weights)

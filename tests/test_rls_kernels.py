@@ -8,7 +8,7 @@ from operator import mul
 
 import pytest
 
-from ppsched.predictor.rls_kernels import anchor_step, relative_rls_step, rls_step
+from ppsched.predictor.rls_kernels import anchor_step, matrix, relative_rls_step, rls_step
 
 
 def loop_rls(p, w, x, err, forgetting, guard):
@@ -54,7 +54,7 @@ def random_state(rng, n):
 def test_kernels_match_the_loops_bit_for_bit(n):
     rng = random.Random(n)
     p_loop, w_loop = random_state(rng, n)
-    p_kern = [row[:] for row in p_loop]
+    p_kern = matrix(n)(p_loop)
     w_kern = w_loop[:]
     rls, anchor = rls_step(n), anchor_step(n)
     for step in range(300):
@@ -64,13 +64,14 @@ def test_kernels_match_the_loops_bit_for_bit(n):
         assert loop_rls(p_loop, w_loop, x, err, forgetting, True) == \
             rls(p_kern, w_kern, x, err, forgetting, True)
         a = step % n
-        pa_loop, pa_kern = p_loop[a][:], p_kern[a][:]
+        pa_loop, pa_kern = p_loop[a][:], p_kern.rows()[a]
         denom = 1.0 / (0.0025 * rng.uniform(0.01, 10)) + pa_loop[a]
         gain = (rng.gauss(0, 1) - w_loop[a]) / denom
         loop_anchor(p_loop, w_loop, pa_loop, gain, denom)
         anchor(p_kern, w_kern, pa_kern, gain, denom)
         assert [v.hex() for v in w_kern] == [v.hex() for v in w_loop], step
-        assert [[v.hex() for v in r] for r in p_kern] == [[v.hex() for v in r] for r in p_loop]
+        assert [[v.hex() for v in r] for r in p_kern.rows()] == \
+            [[v.hex() for v in r] for r in p_loop]
 
 
 @pytest.mark.parametrize("n", [1, 7])
@@ -79,7 +80,7 @@ def test_the_relative_step_matches_the_loops_bit_for_bit(n):
     step unguarded, and whether every diagonal stays in (0, limit)."""
     rng = random.Random(100 + n)
     p_loop, w_loop = random_state(rng, n)
-    p_kern = [row[:] for row in p_loop]
+    p_kern = matrix(n)(p_loop)
     w_kern = w_loop[:]
     step = relative_rls_step(n, 1e8)
     healthy_seen = set()
@@ -93,18 +94,19 @@ def test_the_relative_step_matches_the_loops_bit_for_bit(n):
         assert healthy == all(0.0 < p_loop[j][j] < 1e8 for j in range(n)), i
         healthy_seen.add(healthy)
         assert [v.hex() for v in w_kern] == [v.hex() for v in w_loop], i
-        assert [[v.hex() for v in r] for r in p_kern] == [[v.hex() for v in r] for r in p_loop]
+        assert [[v.hex() for v in r] for r in p_kern.rows()] == \
+            [[v.hex() for v in r] for r in p_loop]
         if not healthy:
             p_loop, _ = random_state(rng, n)
-            p_kern = [row[:] for row in p_loop]
+            p_kern = matrix(n)(p_loop)
     assert True in healthy_seen
 
 
 def test_a_bad_denominator_changes_nothing_when_guarded():
-    p = [[-1.0, 0.0], [0.0, -1.0]]
+    p = matrix(2)([[-1.0, 0.0], [0.0, -1.0]])
     w = [1.0, 2.0]
     assert rls_step(2)(p, w, [1.0, 1.0], 3.0, 0.5, True) is False
-    assert p == [[-1.0, 0.0], [0.0, -1.0]] and w == [1.0, 2.0]
+    assert p.rows() == [[-1.0, 0.0], [0.0, -1.0]] and w == [1.0, 2.0]
 
 
 @pytest.mark.pure
@@ -122,7 +124,7 @@ def test_a_predictor_using_the_kernels_still_pickles():
     copy = pickle.loads(pickle.dumps(alp))
     copy.update(shape, 41.0)
     alp.update(shape, 41.0)
-    assert copy.weights == alp.weights and copy.cov == alp.cov
+    assert copy.weights == alp.weights and copy.cov.rows() == alp.cov.rows()
 
 
 def test_the_generated_kernels_module_is_current():

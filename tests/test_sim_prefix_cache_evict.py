@@ -52,7 +52,7 @@ def shape_of(cache: PrefixCache, node=None) -> tuple:
                  for b, c in node.children.items())
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_kept_leaves_evict_as_the_tree_walk_does(seed):
     rng = random.Random(seed)
     fast, walked = PrefixCache(), Walked()

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import mul
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
@@ -82,7 +82,8 @@ OFFSET_PRIOR_BANDS = 1.0
 # box -- twice its number of weights -- and only while its prequential error there is below ALP's.
 FIT_MIN_SCORED = 2 * N_FEATURES
 # the reference anchor kernels per weight count (``_anchor``; ``update`` runs the fused step)
-_ANCHOR_STEP = {4: kernels.anchor_step_4, 5: kernels.anchor_step_5}
+_ANCHOR_STEP: dict[int, Callable[..., None]] = {4: kernels.anchor_step_4,
+                                                5: kernels.anchor_step_5}
 
 
 def _anchor_layout(online: bool) -> tuple[tuple[int, float | None, bool], ...]:
@@ -102,8 +103,11 @@ def fused_layout(online: bool) -> tuple[tuple[int, bool, bool], ...]:
     return tuple((a, one_sided, a == 4) for a, _, one_sided in _anchor_layout(online))
 
 
-# the fused update step per mode, generated ahead of time (``kernels_source``)
-_FUSED_STEP = {False: kernels.alp_step_4, True: kernels.alp_step_5}
+# the covariance class per weight count (the fused steps, ``kernels.alp_step_4``/``5``, are
+# generated ahead of time by ``kernels_source`` and called by name: compiled, a direct call)
+Covariance = kernels.Matrix4 | kernels.Matrix5
+_MATRIX: dict[int, Callable[[Sequence[Sequence[float]]], Covariance]] = {
+    4: kernels.Matrix4, 5: kernels.Matrix5}
 
 
 def features(shape: BatchShape) -> tuple[float, float, float, float]:
@@ -133,9 +137,10 @@ class ALPredictor:
         self._sums_shape: BatchShape | None = None
         self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
         self._sums_lin = 0.0  # the profile's linear term of that shape
-        self._linear = profile.linear_ms  # bound once: the hot path skips an attribute hop
+        self._linear = profile.linear_term().ms  # compiled (``linear_term``), bound once
         self.weights = [0.0] * self.n
-        self.cov = self._identity()
+        # P, one float field per entry (``kernels.Matrix4``/``5``; ``cov.rows()`` reads it)
+        self.cov: Covariance = _MATRIX[self.n](self._identity())
         offset = self._offset_prior_precision(profile) if correct_linear_online else math.nan
         self._anchors = tuple((a, 1.0 / self.init_cov if prec is None else
                                offset if math.isnan(prec) else prec, one_sided)
@@ -291,8 +296,13 @@ class ALPredictor:
             self.clipped += 1
         # k = P x / (lambda + x'P x), w += k err, P <- (P - k (Px)^T) / lambda, kept symmetric;
         # then every prior's pseudo-observation (``_anchor``) and the health checks
-        status = _FUSED_STEP[self.correct_linear_online](
-            self.cov, self.weights, x, err, self.forgetting, self._precisions, self.scale)
+        cov = self.cov
+        if isinstance(cov, kernels.Matrix5):
+            status = kernels.alp_step_5(cov, self.weights, x, err, self.forgetting,
+                                        self._precisions, self.scale)
+        else:
+            status = kernels.alp_step_4(cov, self.weights, x, err, self.forgetting,
+                                        self._precisions, self.scale)
         if status < 0:
             self._reset()
             return
@@ -353,7 +363,7 @@ class ALPredictor:
         for a, precision, one_sided in self._anchors:
             if one_sided and w[a] >= 0.0:
                 continue
-            pa = p[a][:]
+            pa = p.rows()[a]
             prior = 0.0
             if a == 4:
                 prior = (1.0 / self.scale - 1.0) * LINEAR_SCALE
@@ -368,7 +378,7 @@ class ALPredictor:
     def _reset(self) -> None:
         """Non-finite or blown-up covariance (e.g. a corrupted saved state): restart it, keep
         finite weights. Unexcited bias or decode directions could still wind up here."""
-        self.cov = self._identity()
+        self.cov = _MATRIX[self.n](self._identity())
         if not all(math.isfinite(v) for v in self.weights):
             self.weights = [0.0] * self.n
         self.resets += 1
@@ -379,7 +389,7 @@ class ALPredictor:
             "forgetting": self.forgetting, "init_cov": self.init_cov,
             "residual_clip": self.residual_clip,
             "correct_linear_online": self.correct_linear_online,
-            "weights": self.weights, "cov": self.cov, "scale": self.scale,
+            "weights": self.weights, "cov": self.cov.rows(), "scale": self.scale,
             "scale_updates": self.scale_updates, "updates": self.updates,
             "resets": self.resets, "clipped": self.clipped,
             "device_fit": None if self.fit is None else {
@@ -415,7 +425,7 @@ class ALPredictor:
                             f"covariance, got {len(weights)} and {len(cov)} rows")
         if not (scale > 0 and math.isfinite(scale)):
             raise UserError(f"ALP state JSON: scale={scale!r}, expected a finite number > 0")
-        alp.weights, alp.cov = weights, cov
+        alp.weights, alp.cov = weights, _MATRIX[alp.n](cov)
         alp.scale, alp.scale_updates = scale, scale_updates
         alp.updates = int(data.get("updates", 0))
         alp.resets = int(data.get("resets", 0))

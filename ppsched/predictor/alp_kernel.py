@@ -34,8 +34,8 @@ def alp_step_source(n: int, layout: AnchorLayout, linear_scale: float, level_dof
     precision in the same order). Returns -1: the RLS denominator is not finite and > 0,
     nothing changed; 1: learned, healthy; 0: learned, the covariance or the weights need a
     reset."""
-    lines = [f"def {name}(p: list[list[float]], w: list[float], x: Sequence[float], "
-             "err: float, forgetting: float, precisions: Sequence[float], scale: float) -> int:",
+    lines = [f"def {name}(p: Matrix{n}, w: list[float], x: list[float], "
+             "err: float, forgetting: float, precisions: tuple[float, ...], scale: float) -> int:",
              f"    {names_source('x', n)} = x",
              f"    {names_source('w', n)} = w",
              *rows_source(n)]

@@ -57,7 +57,9 @@ def fit_features_of(sums: ShapeSums) -> list[float]:
 # on six live CPU logs (bench/predictor.md) ALP's MAPE with the fit at 0.9975 / 0.99 / 0.98 read
 # a mean 15.1 / 14.5 / 14.2%; 0.98 would leave ~7 samples per weight.
 FIT_FORGETTING = 0.99
-_RLS_STEP = kernels.relative_rls_step_7  # N_FEATURES weights, COV_LIMIT (kernels_source)
+# its step, ``kernels.relative_rls_step_7`` (N_FEATURES weights, COV_LIMIT: ``kernels_source``),
+# updates the covariance as one float field per entry
+_MATRIX = kernels.Matrix7
 
 
 class DeviceFit:
@@ -71,9 +73,9 @@ class DeviceFit:
         self.resets = 0
 
     @staticmethod
-    def _prior() -> list[list[float]]:
-        return [[PRIOR_VAR if i == j else 0.0 for j in range(N_FEATURES)]
-                for i in range(N_FEATURES)]
+    def _prior() -> kernels.Matrix7:
+        return _MATRIX([[PRIOR_VAR if i == j else 0.0 for j in range(N_FEATURES)]
+                        for i in range(N_FEATURES)])
 
     def covers(self, x: Sequence[float]) -> bool:
         """Inside the box of features seen (interpolation, not extrapolation)."""
@@ -145,8 +147,9 @@ class DeviceFit:
         CPU-like device was still 3.7% off after 200 stages)."""
         # xs = x / (RELATIVE_NOISE measured), err = 1 / RELATIVE_NOISE - w . xs,
         # k = P xs / (lambda + xs'P xs), w += k err, P = (P - k (P xs)^T) / lambda
-        healthy = _RLS_STEP(self.cov, self.weights, x, 1.0 / (RELATIVE_NOISE * measured_ms),
-                            1.0 / RELATIVE_NOISE, self.forgetting)
+        healthy = kernels.relative_rls_step_7(
+            self.cov, self.weights, x, 1.0 / (RELATIVE_NOISE * measured_ms),
+            1.0 / RELATIVE_NOISE, self.forgetting)
         # widen the box (most batches already lie inside it)
         if not (self.covers(x) if inside is None else inside):
             low, high = self.low, self.high
@@ -161,7 +164,7 @@ class DeviceFit:
             self.resets += 1
 
     def state(self) -> dict:
-        return {"weights": self.weights, "cov": self.cov, "low": self.low, "high": self.high,
+        return {"weights": self.weights, "cov": self.cov.rows(), "low": self.low, "high": self.high,
                 "updates": self.updates, "resets": self.resets}
 
     def load(self, data: dict) -> None:
@@ -174,6 +177,6 @@ class DeviceFit:
                 any(len(r) != N_FEATURES for r in cov) or len(low) != N_FEATURES or \
                 len(high) != N_FEATURES:
             raise ValueError(f"device fit state: expected {N_FEATURES} features")
-        self.weights, self.cov, self.low, self.high = weights, cov, low, high
+        self.weights, self.cov, self.low, self.high = weights, _MATRIX(cov), low, high
         self.updates = int(data["updates"])
         self.resets = int(data["resets"])

@@ -9,9 +9,14 @@ checks that it is what the generators give today's constants).
 from __future__ import annotations
 
 from ppsched.predictor.alp_kernel import alp_step_source
-from ppsched.predictor.rls_kernels import anchor_step_source, relative_rls_step_source
+from ppsched.predictor.rls_kernels import (
+    anchor_step_source,
+    matrix_source,
+    relative_rls_step_source,
+)
 
-HEADER = '''"""ALP's and the device fit's learning steps, unrolled (generated: do not edit).
+HEADER = '''"""ALP's and the device fit's learning steps, unrolled, and the covariances they update
+(generated: do not edit).
 
 Written by ``python scripts/gen_kernels.py`` from ``kernels_source.py``; see ``rls_kernels`` and
 ``alp_kernel`` for what each step computes.
@@ -27,6 +32,8 @@ def module_source() -> str:
     from ppsched.predictor import alp, device_fit  # the constants the steps are built with
 
     blocks = [HEADER]
+    n_fit = device_fit.N_FEATURES
+    blocks += ["\n".join(matrix_source(n)) for n in (4, 5, n_fit)]
     for online in (False, True):
         n = 5 if online else 4
         blocks.append("\n".join(alp_step_source(
@@ -34,7 +41,6 @@ def module_source() -> str:
             name=f"alp_step_{n}")))
     for n in (4, 5):
         blocks.append("\n".join(anchor_step_source(n, name=f"anchor_step_{n}")))
-    n = device_fit.N_FEATURES
-    blocks.append("\n".join(relative_rls_step_source(n, device_fit.COV_LIMIT,
-                                                     name=f"relative_rls_step_{n}")))
+    blocks.append("\n".join(relative_rls_step_source(n_fit, device_fit.COV_LIMIT,
+                                                     name=f"relative_rls_step_{n_fit}")))
     return "\n\n\n".join(blocks) + "\n"

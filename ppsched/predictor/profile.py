@@ -20,6 +20,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig
 from ppsched.core.paths import data_dir as resolve_data_dir
 from ppsched.predictor.boundaries import DEFAULT_REL_JUMP, detect_boundaries
+from ppsched.predictor.linear_term import LinearTerm
 from ppsched.predictor.vidur_csv import (
     map_layer_ms,
     model_layer_shape,
@@ -75,6 +76,11 @@ class LinearProfile:
         if variant == "staircase" and tokens <= self._top:  # type: ignore[attr-defined]
             return self._levels[bisect.bisect_left(self._uppers, tokens)]  # type: ignore[attr-defined]
         return self.alpha0 * tokens + self.alpha1
+
+    def linear_term(self) -> LinearTerm:
+        """``linear_ms`` for this profile's variant as a compiled object (``linear_term``)."""
+        return LinearTerm(self.alpha0, self.alpha1, self._uppers,  # type: ignore[attr-defined]
+                          self._levels, self.variant == "staircase")  # type: ignore[attr-defined]
 
     def with_variant(self, variant: str) -> LinearProfile:
         fields = asdict(self)

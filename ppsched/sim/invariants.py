@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 import pandas as pd
@@ -42,18 +43,24 @@ def _fail(what: str, ids: np.ndarray | Sequence[int]) -> None:
     raise SimInvariantError(f"{what}: {len(ids)} case(s), e.g. {shown}")
 
 
+_RECORD_FIELDS = attrgetter("req_id", "rejected", "arrival_s", "first_token_s", "finish_s",
+                            "output_tokens")
+
+
 def check_requests(specs: Sequence[RequestSpec], records: Sequence[RequestRecord],
                    stats: RunStats) -> None:
     if len(records) != len(specs):
         raise SimInvariantError(f"conservation: {len(specs)} arrived, {len(records)} recorded")
-    ids = np.fromiter((r.req_id for r in records), np.int64, len(records))
+    # the records' fields as columns: one C-level pass (attrgetter), then a transpose
+    columns = list(zip(*map(_RECORD_FIELDS, records), strict=True)) or [()] * 6
+    ids = np.array(columns[0], dtype=np.int64)
     if not np.array_equal(np.sort(ids), np.sort([s.req_id for s in specs])):
         raise SimInvariantError("conservation: recorded request ids differ from arrived ids")
-    rejected = np.fromiter((r.rejected for r in records), bool, len(records))
-    arrival = np.fromiter((r.arrival_s for r in records), float, len(records))
-    first = np.fromiter((r.first_token_s for r in records), float, len(records))
-    finish = np.fromiter((r.finish_s for r in records), float, len(records))
-    output = np.fromiter((r.output_tokens for r in records), np.int64, len(records))
+    rejected = np.array(columns[1], dtype=bool)
+    arrival = np.array(columns[2], dtype=float)
+    first = np.array(columns[3], dtype=float)
+    finish = np.array(columns[4], dtype=float)
+    output = np.array(columns[5], dtype=np.int64)
     generated = np.asarray(stats.generated, dtype=np.int64)[ids]
     done = ~rejected
     if stats.stopped_early:  # what it did not finish is unfinished, and only partly generated
@@ -161,9 +168,22 @@ def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
     used = stage0["prefill_tokens"] + stage0["decode_reqs"]
     prefill = stage0["prefill_tokens"]
     decode_reqs = stage0["decode_reqs"]
-    chunk = [d for d in decisions if d["type"] == "chunk" and d["mb"] >= 0]
-    c_mb = np.fromiter((d["mb"] for d in chunk), np.int64, len(chunk))
-    c_val = np.fromiter((d["chunk"] for d in chunk), np.int64, len(chunk))
+    # one pass over the log (one decision per prefill microbatch, thousands per run)
+    chunk_mbs: list[int] = []
+    chunk_values: list[int] = []
+    trim_mbs: list[int] = []
+    trim_runs: list[int] = []
+    for d in decisions:
+        kind = d["type"]
+        if kind == "chunk":
+            if d["mb"] >= 0:
+                chunk_mbs.append(d["mb"])
+                chunk_values.append(d["chunk"])
+        elif kind == "trim" and d["mb"] >= 0:
+            trim_mbs.append(d["mb"])
+            trim_runs.append(d["run"])
+    c_mb = np.array(chunk_mbs, dtype=np.int64)
+    c_val = np.array(chunk_values, dtype=np.int64)
     if np.unique(c_mb).size != c_mb.size:
         raise SimInvariantError("two chunk decisions claim the same microbatch")
     if np.any(c_mb >= mbs.size):
@@ -177,9 +197,8 @@ def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
     bad = (chunk_col[c_mb] != c_val) | (used[c_mb] > c_val)
     if bad.any():
         _fail("microbatch does not fit the chunk its decision chose", c_mb[bad])
-    trims = [d for d in decisions if d["type"] == "trim" and d["mb"] >= 0]
-    t_mb = np.fromiter((d["mb"] for d in trims), np.int64, len(trims))
-    t_run = np.fromiter((d["run"] for d in trims), np.int64, len(trims))
+    t_mb = np.array(trim_mbs, dtype=np.int64)
+    t_run = np.array(trim_runs, dtype=np.int64)
     if np.any(t_mb >= mbs.size):
         _fail("trim decision names a microbatch that never ran", t_mb[t_mb >= mbs.size])
     bad = (decode_reqs[t_mb] > t_run) | (prefill[t_mb] > 0)

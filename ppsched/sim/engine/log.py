@@ -38,9 +38,10 @@ class RunLog:
         if batch.trim is not None:
             batch.trim["mb"] = mb
         shape = batch.shape
-        prefill = shape.prefill
-        self.batches.append((batch.slot, shape.prefill_tokens,
-                             sum(p for p, _ in prefill) if prefill else 0,
+        prefix_tokens = 0
+        for prefix, _ in shape.prefill:
+            prefix_tokens += prefix
+        self.batches.append((batch.slot, shape.prefill_tokens, prefix_tokens,
                              shape.decode_count, shape.decode_ctx_sum, batch.chunk,
                              batch.predicted_ms, shape.kind))
         self.stage_values.extend(runs)

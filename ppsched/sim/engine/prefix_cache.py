@@ -11,7 +11,9 @@ equal id paths are equal prefixes. The tree has one node per block. As in SGLang
 - when it finishes or is retracted it unlocks them (output tokens carry no block id: they are
   freed, not cached);
 - eviction frees unlocked leaves in LRU order (last access time), a parent becoming an
-  unlocked leaf joins the heap (``evict``), until enough tokens are free.
+  unlocked leaf joins the heap (``evict``), until enough tokens are free. SGLang heapifies every
+  unlocked leaf per eviction; here the leaves stay in a heap between evictions (entries of nodes
+  that stopped being unlocked leaves are skipped), which frees the same nodes in the same order.
 KV accounting: the tree's tokens count as used KV; unlocked ones are "evictable", which
 admission counts as available (SGLang's ``available_size + evictable_size``).
 """
@@ -25,7 +27,8 @@ BLOCK_TOKENS = 512  # Mooncake: one hash id per 512-token block
 
 
 class Node:
-    __slots__ = ("block", "tokens", "parent", "children", "lock", "last_access", "order")
+    __slots__ = ("block", "tokens", "parent", "children", "lock", "last_access", "order",
+                 "leaf_push")
 
     def __init__(self, block: int, tokens: int, parent: Node | None, created: int = 0) -> None:
         self.block = block
@@ -38,6 +41,7 @@ class Node:
         # first, as a key that sorts like it (children join their parent's dict in creation
         # order, so ``created`` ranks siblings as the dict does)
         self.order: tuple[int, ...] = () if parent is None else parent.order + (-created,)
+        self.leaf_push = -1  # its latest entry in the cache's leaf heap (``PrefixCache``)
 
 
 def block_tokens(prompt: int, n_blocks: int) -> list[int]:
@@ -60,8 +64,12 @@ class PrefixCache:
         self.peak_tokens = 0
         self._tie = itertools.count()
         self._created = itertools.count()
-        # nodes that are leaves and unlocked: what eviction may free, kept as the tree changes
+        # nodes that are leaves and unlocked: what eviction may free, kept as the tree changes,
+        # and the same nodes as a heap in eviction order, (last access, walk order, push, node):
+        # an entry whose node left the set, or re-entered it with a newer push, is stale
         self._unlocked_leaves: set[Node] = set()
+        self._leaf_heap: list[tuple[float, tuple[int, ...], int, Node]] = []
+        self._pushes = itertools.count()
 
     # --- matching and locking ----------------------------------------------------------------
     def match(self, blocks: tuple[int, ...], prompt: int) -> tuple[list[Node], int]:
@@ -99,7 +107,7 @@ class PrefixCache:
             if node.lock == 0:
                 self.evictable += node.tokens
                 if not node.children:
-                    self._unlocked_leaves.add(node)
+                    self._add_leaf(node)
 
     def record_lookup(self, prompt: int, cached: int) -> None:
         self.lookup_tokens += prompt
@@ -138,17 +146,41 @@ class PrefixCache:
             self.peak_tokens = self.tokens
         return path, duplicate
 
+    def _add_leaf(self, node: Node) -> None:
+        self._unlocked_leaves.add(node)
+        node.leaf_push = next(self._pushes)
+        heapq.heappush(self._leaf_heap, (node.last_access, node.order, node.leaf_push, node))
+
+    def _next_leaf(self) -> Node | None:
+        """The first unlocked leaf of the kept heap in eviction order (stale entries dropped),
+        left in the heap; None if there is none."""
+        heap, leaves = self._leaf_heap, self._unlocked_leaves
+        while heap:
+            _, _, push, node = heap[0]
+            if node.leaf_push == push and node in leaves:
+                return node
+            heapq.heappop(heap)
+        return None
+
     def evict(self, need: int) -> int:
         """Free at least ``need`` tokens of unlocked leaves, least recently used first (or all
         that can be); returns the tokens freed. Ties in access time go in the tree walk's order
         (``Node.order``) among the leaves there at the start, then in the order parents became
         leaves during this eviction."""
-        leaves = self._unlocked_leaves
-        heap: list = [(n.last_access, 0, n.order, n) for n in leaves]
-        heapq.heapify(heap)
+        leaves, heap = self._unlocked_leaves, self._leaf_heap
+        if len(heap) > 2 * len(leaves) + 64:  # mostly stale: rebuild from the set
+            heap[:] = [(n.last_access, n.order, n.leaf_push, n) for n in leaves]
+            heapq.heapify(heap)
+        exposed: list[tuple[float, int, Node]] = []  # parents that became leaves meanwhile
         freed = 0
-        while freed < need and heap:
-            node = heapq.heappop(heap)[3]
+        while freed < need:
+            node = self._next_leaf()
+            if exposed and (node is None or exposed[0][0] < node.last_access):
+                node = heapq.heappop(exposed)[2]
+            elif node is not None:
+                heapq.heappop(heap)
+            else:
+                break
             parent = node.parent
             assert parent is not None
             del parent.children[node.block]
@@ -157,8 +189,11 @@ class PrefixCache:
             self.tokens -= node.tokens
             self.evictable -= node.tokens
             if not parent.children and parent.lock == 0:
-                heapq.heappush(heap, (parent.last_access, 1, next(self._tie), parent))
+                heapq.heappush(exposed, (parent.last_access, next(self._tie), parent))
                 leaves.add(parent)
+                parent.leaf_push = -1  # its entries from when it was a leaf before are stale
+        for _, _, node in exposed:  # left for the next eviction, keyed as every leaf is
+            self._add_leaf(node)
         self.evicted += freed
         return freed
 

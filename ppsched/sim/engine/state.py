@@ -4,7 +4,6 @@ policies see snapshots only)."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from ppsched.core.batch import BatchShape
 from ppsched.core.requests import RequestRecord, RequestSpec
@@ -65,13 +64,17 @@ class Req:
                              slot=self.slot, retractions=self.retractions)
 
 
-class PrefillPiece(NamedTuple):
-    """One request's share of a prefill batch."""
+class PrefillPiece:
+    """One request's share of a prefill batch (a slotted class, not a NamedTuple: compiled, its
+    fields are read directly; one is made per request per prefill microbatch)."""
 
-    req: Req
-    prefix: int  # tokens before this piece (cached prefix + earlier chunks): attention reads them
-    extend: int  # tokens this piece computes
-    completes: bool  # the last piece of the request's (re)prefill
+    __slots__ = ("req", "prefix", "extend", "completes")
+
+    def __init__(self, req: Req, prefix: int, extend: int, completes: bool) -> None:
+        self.req = req
+        self.prefix = prefix  # tokens before this piece (cached prefix + earlier chunks)
+        self.extend = extend  # tokens this piece computes
+        self.completes = completes  # the last piece of the request's (re)prefill
 
 
 class Launched:
