@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ppsched.core.slot_builders import new_object, slot_setters
+
 
 @dataclass(frozen=True, slots=True)
 class RequestSpec:
@@ -64,3 +66,29 @@ class RequestRecord:
     @property
     def e2e_ms(self) -> float:
         return 1000.0 * (self.finish_s - self.arrival_s)
+
+
+_RECORD_SET = slot_setters(RequestRecord, (
+    "req_id", "arrival_s", "prompt_tokens", "output_tokens", "first_token_s", "finish_s",
+    "rejected", "reject_reason", "slot", "retractions"))
+
+
+def new_request_record(req_id: int, arrival_s: float, prompt_tokens: int, output_tokens: int,
+                       first_token_s: float, finish_s: float, rejected: bool,
+                       reject_reason: str, slot: int, retractions: int) -> RequestRecord:
+    """``RequestRecord(...)`` with every field given, built through the slot descriptors
+    (``core/slot_builders.py``): a run records thousands, and the run cache reads them back."""
+    record = new_object(RequestRecord)
+    s_id, s_arr, s_prompt, s_out, s_first, s_finish, s_rej, s_reason, s_slot, s_retr = \
+        _RECORD_SET
+    s_id(record, req_id)
+    s_arr(record, arrival_s)
+    s_prompt(record, prompt_tokens)
+    s_out(record, output_tokens)
+    s_first(record, first_token_s)
+    s_finish(record, finish_s)
+    s_rej(record, rejected)
+    s_reason(record, reject_reason)
+    s_slot(record, slot)
+    s_retr(record, retractions)
+    return record

@@ -9,9 +9,10 @@ limit of FCFS-oldest requests; ``queued_requests``/``queued_prompt_tokens`` are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ppsched.core.batch import BatchShape
+from ppsched.core.slot_builders import new_object, slot_setters
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,23 +89,18 @@ class DecodingRequest:
         return 1000.0 * (self.last_token_s - self.first_token_s) / (self.generated_tokens - 1)
 
 
-_DECODING_FIELDS = ("req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s",
-                    "last_token_s", "held_streak")
-if tuple(f.name for f in fields(DecodingRequest)) != _DECODING_FIELDS \
-        or hasattr(DecodingRequest, "__post_init__"):  # new_decoding_request would diverge
-    raise ImportError("DecodingRequest changed: update new_decoding_request to build it")
-_NEW = object.__new__
-_DECODING_SET = tuple(DecodingRequest.__dict__[f].__set__ for f in _DECODING_FIELDS)
+_DECODING_SET = slot_setters(DecodingRequest, (
+    "req_id", "arrival_s", "context_len", "generated_tokens", "first_token_s", "last_token_s",
+    "held_streak"))
 
 
 def new_decoding_request(req_id: int, arrival_s: float, context_len: int,
                          generated_tokens: int, first_token_s: float, last_token_s: float,
                          held_streak: int) -> DecodingRequest:
-    """``DecodingRequest(...)`` in half the time: the frozen dataclass's ``__init__`` pays an
-    ``object.__setattr__`` lookup per field; the slot descriptors set the same fields directly.
+    """``DecodingRequest(...)``, built through the slot descriptors (``core/slot_builders.py``).
     Engines build one per decoding request per delay-scheduling turn: a decode snapshot's main
     cost."""
-    d = _NEW(DecodingRequest)
+    d = new_object(DecodingRequest)
     s_id, s_arr, s_ctx, s_gen, s_first, s_last, s_streak = _DECODING_SET
     s_id(d, req_id)
     s_arr(d, arrival_s)
@@ -164,3 +160,34 @@ class Launch:
     slot: int
     prefill_tokens: int  # prompt tokens the microbatch carries (0: decode-only)
     decode_reqs: int
+
+
+_MEASUREMENT_SET = slot_setters(StageMeasurement,
+                                 ("now_s", "slot", "stage", "shape", "measured_ms"))
+_LAUNCH_SET = slot_setters(Launch, ("now_s", "slot", "prefill_tokens", "decode_reqs"))
+
+
+def new_stage_measurement(now_s: float, slot: int, stage: int, shape: BatchShape,
+                          measured_ms: float) -> StageMeasurement:
+    """``StageMeasurement(...)`` through the slot descriptors (``core/slot_builders.py``): the
+    simulator builds one per microbatch."""
+    m = new_object(StageMeasurement)
+    s_now, s_slot, s_stage, s_shape, s_ms = _MEASUREMENT_SET
+    s_now(m, now_s)
+    s_slot(m, slot)
+    s_stage(m, stage)
+    s_shape(m, shape)
+    s_ms(m, measured_ms)
+    return m
+
+
+def new_launch(now_s: float, slot: int, prefill_tokens: int, decode_reqs: int) -> Launch:
+    """``Launch(...)`` through the slot descriptors (``core/slot_builders.py``): one per
+    microbatch."""
+    launch = new_object(Launch)
+    s_now, s_slot, s_prefill, s_decodes = _LAUNCH_SET
+    s_now(launch, now_s)
+    s_slot(launch, slot)
+    s_prefill(launch, prefill_tokens)
+    s_decodes(launch, decode_reqs)
+    return launch

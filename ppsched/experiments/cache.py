@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from ppsched.core.requests import RequestRecord
+from ppsched.core.requests import RequestRecord, new_request_record
 from ppsched.dcp.registry import CHUNK_SPECS
 
 CACHE_FORMAT = 2
@@ -244,14 +244,12 @@ def records_from_frame(frame: pd.DataFrame) -> tuple[RequestRecord, ...]:
     out = []
     for i in range(len(frame)):
         reason = cols["reject_reason"][i]
-        out.append(RequestRecord(
-            req_id=int(cols["req_id"][i]), arrival_s=float(cols["arrival_s"][i]),
-            prompt_tokens=int(cols["prompt_tokens"][i]),
-            output_tokens=int(cols["output_tokens"][i]),
-            first_token_s=float(cols["first_token_s"][i]), finish_s=float(cols["finish_s"][i]),
-            rejected=bool(cols["rejected"][i]),
-            reject_reason="" if not isinstance(reason, str) else reason,
-            slot=int(cols["slot"][i]), retractions=int(cols["retractions"][i])))
+        out.append(new_request_record(
+            int(cols["req_id"][i]), float(cols["arrival_s"][i]), int(cols["prompt_tokens"][i]),
+            int(cols["output_tokens"][i]), float(cols["first_token_s"][i]),
+            float(cols["finish_s"][i]), bool(cols["rejected"][i]),
+            "" if not isinstance(reason, str) else reason, int(cols["slot"][i]),
+            int(cols["retractions"][i])))
     return tuple(out)
 
 

@@ -7,7 +7,7 @@ from collections import deque
 from ppsched.admission import AdmissionGate
 from ppsched.core.batch import BatchShape
 from ppsched.core.policy import ChunkController, ChunkDecision, DecodeTrimmer
-from ppsched.core.snapshots import Launch, StageMeasurement
+from ppsched.core.snapshots import StageMeasurement, new_launch
 
 
 class PolicyFeed:
@@ -50,7 +50,7 @@ class PolicyFeed:
         """A microbatch starts on stage 0 now: the scheduler's own act, known at once (built
         only for a controller that listens: this runs every microbatch)."""
         if self._launched is not None:
-            self._launched(Launch(now_s, slot, shape.prefill_tokens, shape.decode_count))
+            self._launched(new_launch(now_s, slot, shape.prefill_tokens, shape.decode_count))
 
     def flush(self, now: float, recent_stage: deque[float]) -> None:
         """Feed stage-0 measurements that have completed by ``now`` (never the future)."""

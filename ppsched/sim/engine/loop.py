@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from ppsched.core.requests import RequestSpec
-from ppsched.core.snapshots import StageMeasurement
+from ppsched.core.snapshots import new_stage_measurement
 from ppsched.metrics.early_stop import LateCount
 from ppsched.sim.engine.batches import build_decode, build_prefill
 from ppsched.sim.engine.feed import PolicyFeed
@@ -176,7 +176,7 @@ class Engine:
         self.inflight[batch.slot] = batch
         self.feed.launched(launch_s, batch.slot, shape)
         # stage 0's run: runs[1] its end, runs[3] its measured ms (``Pipeline.run``'s layout)
-        self.feed.measured(StageMeasurement(runs[1], batch.slot, 0, shape, runs[3]))
+        self.feed.measured(new_stage_measurement(runs[1], batch.slot, 0, shape, runs[3]))
         self.log.add_batch(self.st.mb_count, batch, runs)
         self.st.mb_count += 1
         return launch_s

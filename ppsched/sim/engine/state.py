@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ppsched.core.batch import BatchShape
-from ppsched.core.requests import RequestRecord, RequestSpec
+from ppsched.core.requests import RequestRecord, RequestSpec, new_request_record
 from ppsched.core.snapshots import QueuedRequest
 
 
@@ -58,10 +58,9 @@ class Req:
         return 1000.0 * (self.last_s - self.first_s) / (self.generated - 1)
 
     def record(self) -> RequestRecord:
-        return RequestRecord(self.rid, self.arrival_s, self.prompt, self.output,
-                             first_token_s=self.first_s, finish_s=self.finish_s,
-                             rejected=self.rejected, reject_reason=self.reject_reason,
-                             slot=self.slot, retractions=self.retractions)
+        return new_request_record(self.rid, self.arrival_s, self.prompt, self.output,
+                                  self.first_s, self.finish_s, self.rejected,
+                                  self.reject_reason, self.slot, self.retractions)
 
 
 class PrefillPiece:
