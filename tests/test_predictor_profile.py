@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import pickle
 
 import pandas as pd
 import pytest
@@ -160,13 +161,29 @@ def test_scaled_profile_multiplies_every_time():
 
 
 @pytest.mark.parametrize("variant", ["staircase", "linear"])
-def test_the_compiled_linear_term_is_linear_ms(variant):
-    """ALP prices batches with ``linear_term().ms``: the profile's ``linear_ms`` exactly, at
-    every band edge, inside the bands, past the last one and at 0 tokens."""
+def test_the_linear_term_is_the_bands_then_the_line(variant):
+    """ALP prices batches with ``linear_term().ms``, the profile's ``linear_ms``: a token count
+    rounded up to its staircase band (staircase variant), the line beyond the last band or
+    without bands, 0 ms for no tokens -- at every band edge, inside the bands and past them."""
     profile = default_profile(BUILTIN_MODELS["qwen2.5-14b"], pp_size=4).with_variant(variant)
     term = profile.linear_term()
+
+    def reference(tokens):
+        if tokens <= 0:
+            return 0.0
+        for upper, ms in profile.staircase if variant == "staircase" else ():
+            if tokens <= upper:
+                return ms
+        return profile.alpha0 * tokens + profile.alpha1
+
     edges = [u + d for u, _ in profile.staircase for d in (-1, 0, 1)]
     for tokens in [-5, 0, 1, 2, 127, *edges, 5000, 20000, *range(0, 9000, 37)]:
-        assert term.ms(tokens) == profile.linear_ms(tokens), tokens
+        assert term.ms(tokens) == reference(tokens) == profile.linear_ms(tokens), tokens
+    with pytest.raises(UserError, match="variant 'cubic'"):
+        profile.linear_ms(100, "cubic")
+    # a profile crosses processes by pickle, its compiled terms with it
+    back = pickle.loads(pickle.dumps(profile))
+    assert back == profile and all(back.linear_term().ms(t) == term.ms(t)
+                                   for t in range(0, 9000, 37))
     assert profile.staircase and (variant == "staircase") == any(
         term.ms(u) != profile.alpha0 * u + profile.alpha1 for u, _ in profile.staircase)

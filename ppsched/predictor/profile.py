@@ -7,7 +7,6 @@ boundary band, the line beyond the last band). The better one is the profile's d
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import math
@@ -62,25 +61,22 @@ class LinearProfile:
             raise UserError(f"profile boundaries {self.boundaries}: expected ascending, unique")
         if self.tp < 1:
             raise UserError(f"profile tp={self.tp}: expected >= 1")
-        # lookup tables for the hot path (not fields: frozen, derived)
-        object.__setattr__(self, "_uppers", tuple(uppers))
-        object.__setattr__(self, "_levels", tuple(ms for _, ms in self.staircase))
-        object.__setattr__(self, "_top", uppers[-1] if uppers else 0)
+        # each variant's term, for the hot path (not fields: frozen, derived)
+        levels = tuple(ms for _, ms in self.staircase)
+        object.__setattr__(self, "_terms", {
+            v: LinearTerm(self.alpha0, self.alpha1, tuple(uppers), levels, v == "staircase")
+            for v in VARIANTS})
 
     def linear_ms(self, tokens: int, variant: str | None = None) -> float:
         """Linear-layer time of one stage for ``tokens`` batched tokens (0 tokens: 0 ms)."""
-        if tokens <= 0:
-            return 0.0
-        if variant is None:
-            variant = self.variant
-        if variant == "staircase" and tokens <= self._top:  # type: ignore[attr-defined]
-            return self._levels[bisect.bisect_left(self._uppers, tokens)]  # type: ignore[attr-defined]
-        return self.alpha0 * tokens + self.alpha1
+        if variant is not None and variant not in VARIANTS:
+            raise UserError(f"profile variant {variant!r}: expected one of {VARIANTS}")
+        return self._terms[variant or self.variant].ms(tokens)  # type: ignore[attr-defined]
 
     def linear_term(self) -> LinearTerm:
-        """``linear_ms`` for this profile's variant as a compiled object (``linear_term``)."""
-        return LinearTerm(self.alpha0, self.alpha1, self._uppers,  # type: ignore[attr-defined]
-                          self._levels, self.variant == "staircase")  # type: ignore[attr-defined]
+        """``linear_ms`` for this profile's variant as one compiled object (``linear_term``):
+        ALP binds its ``ms``."""
+        return self._terms[self.variant]  # type: ignore[attr-defined]
 
     def with_variant(self, variant: str) -> LinearProfile:
         fields = asdict(self)

@@ -175,10 +175,9 @@ def check_decisions(it: pd.DataFrame, decisions: Sequence[dict]) -> None:
     trim_runs: list[int] = []
     for d in decisions:
         kind = d["type"]
-        if kind == "chunk":
-            if d["mb"] >= 0:
-                chunk_mbs.append(d["mb"])
-                chunk_values.append(d["chunk"])
+        if kind == "chunk" and d["mb"] >= 0:
+            chunk_mbs.append(d["mb"])
+            chunk_values.append(d["chunk"])
         elif kind == "trim" and d["mb"] >= 0:
             trim_mbs.append(d["mb"])
             trim_runs.append(d["run"])
