@@ -10,6 +10,9 @@ groups), ROOT/heldout/<group> and ROOT/heldout-models/<group> (``bench/run_heldo
 pinned tables (results/pinned/goodput.csv, heldout.csv, heldout_models.csv) give oracle-static
 and the rule on main, measured with the same seeds and method. ``--update-pinned``: the pinned
 tables' predictive rows become the candidate's (when the candidate is adopted).
+``bench/run_objective_table.sh`` writes ROOT, and also ROOT/recorded/<trace> (recorded
+arrivals, one seed, as results/pinned/recorded_arrivals.csv was measured): printed beside the
+pinned best fixed chunk and the rule on main.
 """
 
 from __future__ import annotations
@@ -90,6 +93,25 @@ def summary(table: pd.DataFrame) -> list[str]:
     return lines
 
 
+def recorded(root: Path) -> list[str]:
+    """Recorded arrivals: the candidate's goodput beside the pinned best fixed chunk's and the
+    rule on main's, per trace (none when ROOT/recorded holds no run)."""
+    pinned = pd.read_csv(PINNED / "recorded_arrivals.csv")
+    lines = []
+    for path in sorted((root / "recorded").glob("*/goodput.csv")):
+        row = pd.read_csv(path)
+        # the pinned table keeps 4 significant digits: compare at that precision
+        new = float(f'{float(row[row["policy"] == "predictive"]["goodput_rps"].iloc[0]):.4g}')
+        trace = pinned[pinned["workload"] == path.parent.name]
+        fixed = trace[trace["policy"].str.startswith("static-")]
+        best = fixed.loc[fixed["goodput_rps"].idxmax()]
+        main_rule = float(trace[trace["policy"] == "predictive"]["goodput_rps"].iloc[0])
+        lines.append(f"recorded {path.parent.name}: predictive {new:g} req/s; on main "
+                     f"{main_rule:g}; best fixed {best['policy']} {float(best['goodput_rps']):g}"
+                     f" ({'at or above' if new >= float(best['goodput_rps']) else 'below'})")
+    return lines
+
+
 def update_pinned(root: Path) -> None:
     for folder, pinned_name in TABLES.values():
         pinned = pd.read_csv(PINNED / pinned_name)
@@ -112,7 +134,7 @@ def main() -> int:
     if args.csv:
         table.to_csv(args.csv, index=False, float_format="%.4g")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print("\n".join(lines))
+    print("\n".join(lines + recorded(args.root)))
     if args.update_pinned:
         update_pinned(args.root)
     return 0
