@@ -5,8 +5,8 @@
 # results/goodput/. Usage: bash bench/run_heldout.sh [GROUP ...]   GROUP = model:workload[:cap]
 # Output: results/heldout/<model>-<workload>/goodput.csv; table: bench/dcp_table.py.
 # A model may be a config.json folder (bench/models/*: models no rule was developed on); its folder
-# name names the output. OUT_ROOT (default results/heldout) and SLO_SCALES (default the table's
-# 1.0,0.8,0.6,0.4) override.
+# name names the output. OUT_ROOT (default results/heldout), SLO_SCALES (default the table's
+# 1.0,0.8,0.6,0.4), POLICIES (default the four below) and CACHE (default results/cache) override.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 groups=("$@")
@@ -23,7 +23,8 @@ for g in "${groups[@]}"; do
   if [ -n "${cap:-}" ]; then extra=(--max-context "$cap"); out="${out}-cap${cap}"; fi
   start=$(date +%s)
   .venv/bin/ppsched goodput --model "$model" --workload "$workload" "${extra[@]}" \
-    --slo-scales "${SLO_SCALES:-1.0,0.8,0.6,0.4}" --policies oracle-static,predictive,greedy,predictive-paper \
-    --seeds 3 --verify --jobs "${JOBS:-2}" --no-progress --cache results/cache --out "$out"
+    --slo-scales "${SLO_SCALES:-1.0,0.8,0.6,0.4}" \
+    --policies "${POLICIES:-oracle-static,predictive,greedy,predictive-paper}" \
+    --seeds 3 --verify --jobs "${JOBS:-2}" --no-progress --cache "${CACHE:-results/cache}" --out "$out"
   echo "$g: $(( $(date +%s) - start )) s wall" | tee -a "${OUT_ROOT:-results/heldout}/wall.txt"
 done
