@@ -38,7 +38,7 @@ PURE_ENV = "PPSCHED_PURE"
 MODULES = (
     "ppsched.core.batch", "ppsched.core.cuda_graphs", "ppsched.core.policy_context",
     "ppsched.dcp.calibrate", "ppsched.dcp.candidate_costs", "ppsched.dcp.greedy",
-    "ppsched.dcp.predictive", "ppsched.dcp.prompt_floor", "ppsched.dcp.queue_drain",
+    "ppsched.dcp.predictive", "ppsched.dcp.prompt_window", "ppsched.dcp.queue_drain",
     "ppsched.dcp.registry", "ppsched.dcp.rounds", "ppsched.dcp.rule_base",
     "ppsched.dcp.rule_paper", "ppsched.dcp.rule_slo", "ppsched.dcp.rule_steady",
     "ppsched.dcp.signals", "ppsched.dcp.static",

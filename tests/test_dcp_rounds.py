@@ -10,8 +10,7 @@ from test_dcp_rule_slo import ELSEWHERE, mixed_ctl
 from test_dcp_support import make_snap, waiting
 
 from ppsched.core.snapshots import Launch
-from ppsched.dcp.rounds import RoundMeter
-from ppsched.dcp.rule_slo import kv_round_ms
+from ppsched.dcp.rounds import RoundMeter, kv_round_ms
 
 
 def launches(meter: RoundMeter, start: float, gap_s: float, n: int, *, decodes: int = 3,
@@ -95,7 +94,7 @@ def test_predictive_budgets_kv_with_the_round_its_launches_measured():
     d = ctl.decide(replace(snap, iteration=8))  # the next decision (2 * pp iterations on)
     assert dict(d.inputs)["kv_round_ms"] == pytest.approx(180.0)
     # 4 (10 + 0.02 c) <= 180 -> c <= 1750 -> 1664
-    assert (d.chunk_tokens, d.reason) == (1664, "slo:max-supply:kv-bound")
+    assert (d.chunk_tokens, d.reason) == (1664, "slo:within-budget")
 
 
 def test_the_papers_variant_ignores_launches():

@@ -1,4 +1,4 @@
-"""The SLO rule (ours, mixed loops): most efficient chunk within the SLO's and the KV's TPOT."""
+"""The SLO rule (ours, mixed loops): one objective, its terms in order (rule_slo's docstring)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.queue_drain import first_late, queue_deadlines, tokens_within_ms
-from ppsched.dcp.rule_slo import KeptSizes, SloRule, kv_round_ms
+from ppsched.dcp.queue_drain import first_token_ms, in_time, queue_deadlines
+from ppsched.dcp.rounds import kv_round_ms
+from ppsched.dcp.rule_slo import SloRule
 
 SLO = Slo(2000.0, 200.0)
 # One decode in slot 1: someone has a TPOT to keep, while the asking slot 0 carries no decodes.
@@ -35,10 +36,23 @@ def mixed_ctl(slo: Slo = SLO, fake: LinearFake | None = None) -> PredictiveChunk
     return ctl
 
 
-def test_most_efficient_chunk_within_the_slo_tpot():
+
+def chooser(slo: Slo = SLO, snap_kw: dict | None = None):
+    """The rule's chunk and label for a snapshot, at an arrival rate (tokens/s)."""
+    rule = SloRule(slo, 4, LinearFake(), TileResidual())
+    grid = tuple(range(128, 2049, 128))
+
+    def chunk(arrival_tok_s: float = 0.0, **kw) -> tuple[int, str]:
+        choice = rule.choose(make_snap(**{**(snap_kw or {}), **kw}), grid, arrival_tok_s)
+        return grid[choice.index], choice.reason
+
+    return chunk
+
+
+def test_most_supply_within_the_tpot_budget():
     snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
     d = mixed_ctl().decide(snap)  # 10 + 0.02 c <= 50 -> c <= 2000 -> 1920, the best supply
-    assert (d.chunk_tokens, d.reason) == (1920, "slo:max-supply")
+    assert (d.chunk_tokens, d.reason) == (1920, "slo:within-budget")
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1920)
     assert dict(d.inputs)["tpot_budget_ms"] == 200.0
     # a tighter SLO shrinks it: 10 + 0.02 c <= 25 -> c <= 750 -> 640
@@ -62,54 +76,47 @@ def test_the_rule_tries_the_size_above_its_choice_once():
         ctl.observe(StageMeasurement(0.0, 0, 0, shape, 10 + 0.02 * tokens + 1e-4 * 100))
     snap = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
     d = ctl.decide(snap)
-    assert (d.chunk_tokens, d.reason) == (512, "slo:max-supply:explore")
+    assert (d.chunk_tokens, d.reason) == (512, "slo:within-budget:explore")
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 384)  # the lower bound
     # measured as ALP says (+40 ms): priced by its own tile from now on, and the choice is 384
     ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 510),), 2, 100),
                                  50 + 0.02 * 512 + 1e-4 * 100))
     d = ctl.decide(replace(snap, iteration=8))
-    assert (d.chunk_tokens, d.reason) == (384, "slo:max-supply")
+    assert (d.chunk_tokens, d.reason) == (384, "slo:within-budget")
 
 
-def test_kv_bound_budget_from_littles_law():
+def test_kv_ceiling_from_littles_law():
     q = [waiting(0, 100.0, 8000)]
     # mean stage 20 ms: round 80 ms; half the KV in use: the cache fills at a 160 ms round,
     # below the SLO's 200: 4 (10 + 0.02 c) <= 160 -> c <= 1500 -> 1408
     snap = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=50_000, kv_total=100_000,
                      decodes=ELSEWHERE)
     d = mixed_ctl().decide(snap)
-    assert (d.chunk_tokens, d.reason) == (1408, "slo:max-supply:kv-bound")
-    assert dict(d.inputs)["kv_round_ms"] == pytest.approx(160.0)
+    assert (d.chunk_tokens, d.reason) == (1408, "slo:within-budget")
+    inputs = dict(d.inputs)
+    assert inputs["kv_round_ms"] == pytest.approx(160.0)
+    assert inputs["tpot_budget_ms"] == inputs["ceiling_ms"] == pytest.approx(160.0)
     # a tenth in use: the cache allows an 800 ms round, the SLO binds
     roomy = make_snap(queue=q, stage_ms=(20.0,) * 8, kv_free=90_000, kv_total=100_000,
                       decodes=ELSEWHERE)
-    assert mixed_ctl().decide(roomy).reason == "slo:max-supply"
+    assert mixed_ctl().decide(roomy).chunk_tokens == 1920
 
 
-def test_a_kv_budget_that_cannot_keep_up_gives_way_to_the_least_size_that_does():
+def test_keeping_up_comes_first():
     # mean stage 20 ms: round 80 ms; 90% of the KV in use: the cache fills at an 88.9 ms round,
     # 4 (10 + 0.02 c) <= 88.9 -> c <= 611 -> 512, whose supply is 512 / 20.24 = 25.3 tokens/ms
-    snap = make_snap(queue=[waiting(0, 100.0, 500)], stage_ms=(20.0,) * 8, kv_free=10_000,
-                     kv_total=100_000, decodes=ELSEWHERE)
-    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
-    sizes = tuple(range(128, 2049, 128))
-
-    def chunk(arrival_tok_s: float) -> tuple[int, str]:
-        d = rule.choose(snap, sizes, arrival_tok_s)
-        return d.costs.candidates[d.index], d.reason
-
-    assert chunk(20_000.0) == (512, "slo:max-supply:kv-bound")  # 512 keeps up: the KV's choice
-    # prompts arrive at 30 tokens/ms: 512 falls behind and its queue would grow without end;
-    # 640 (28.1) does too, 768 (30.3) keeps up, within the SLO's 200 ms round (4 x 25.4 ms)
-    d = rule.choose(snap, sizes, 30_000.0)
-    assert (d.costs.candidates[d.index], d.reason) == (768, "slo:keep-up")
-    assert dict(d.inputs)["kv_choice"] == 512.0
+    chunk = chooser(snap_kw=dict(queue=[waiting(0, 100.0, 500)], stage_ms=(20.0,) * 8,
+                                 kv_free=10_000, decodes=ELSEWHERE))
+    assert chunk(20_000.0) == (512, "slo:within-budget")  # 512 keeps up: the KV's choice
+    # prompts arrive at 30 tokens/ms: no size within the KV ceiling keeps up, and a queue that
+    # grows misses every TTFT: the ceiling is SLO_TPOT's, and 768 (30.3) the least that keeps up
+    assert chunk(30_000.0) == (768, "slo:over-budget")
     # no size within SLO_TPOT keeps up with 60 tokens/ms (1920's 39.7 is the most): the KV's
-    assert chunk(60_000.0) == (512, "slo:max-supply:kv-bound")
-    # where the SLO binds, not the KV, the price's choice is already the greatest supply
-    roomy = replace(snap, kv_free_tokens=90_000)
-    d = rule.choose(roomy, sizes, 60_000.0)
-    assert (d.costs.candidates[d.index], d.reason) == (1920, "slo:max-supply")
+    assert chunk(60_000.0) == (512, "slo:within-budget")
+    # with room in the cache, keeping up outranks SLO_TPOT too: at 40 tokens/ms 1920 (39.67)
+    # falls behind and 2048 (40.19, a 203.8 ms round) keeps up
+    assert chunk(39_000.0, kv_free=90_000) == (1920, "slo:within-budget")
+    assert chunk(40_000.0, kv_free=90_000) == (2048, "slo:over-budget")
 
 
 def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
@@ -118,143 +125,111 @@ def test_queue_deadlines_are_fcfs_with_the_chunked_request_first():
                      queue=[waiting(1, 97.0, 500), waiting(2, 99.9, 200)])
     # the chunked request (500 ms waited: 1500 left), the late one (3 s: no deadline, but its
     # 500 tokens come first), the fresh one (100 ms waited) after all 1700 tokens
-    (left0, cum0, id0), (left2, cum2, id2) = queue_deadlines(snap, 2000.0)
-    assert (cum0, cum2, id0, id2) == (1000, 1700, 7, 2)
+    (left0, cum0), (left2, cum2) = queue_deadlines(snap, 2000.0)
+    assert (cum0, cum2) == (1000, 1700)
     assert left0 == pytest.approx(1500.0) and left2 == pytest.approx(1900.0)
     assert queue_deadlines(make_snap(), 2000.0) == []
 
 
-def test_first_late_checks_every_deadline_without_the_arrivals_share():
-    costs = CandidateCosts((256,), (256,), (20.0,), 0.0)
-    # 300 ms: (300 - 3 * 20) / 20 = 12 pieces of 256 = 3072 tokens; 100 ms: 2 pieces
-    assert first_late(costs, 0, [(300.0, 3072, 0)], 4, 0.0) is None
-    assert first_late(costs, 0, [(300.0, 3073, 0)], 4, 0.0) == 0
-    assert first_late(costs, 0, [(300.0, 1000, 0), (100.0, 600, 1)], 4, 0.0) == 1
-    # 5 ms between microbatches that no stage shows: (300 - 75) / 25 = 9 pieces
-    assert first_late(costs, 0, [(300.0, 3072, 0)], 4, 5.0) == 0
-    assert first_late(costs, 0, [(300.0, 9 * 256, 0)], 4, 5.0) is None
-    assert first_late(costs, 0, [], 4, 0.0) is None
-    # the same as tokens_within_ms without arrivals, on a grid
-    for left in range(0, 400, 7):
-        for cum in range(1, 4000, 97):
-            within = tokens_within_ms(costs, 0, float(left), 4)
-            assert (first_late(costs, 0, [(float(left), cum, 0)], 4, 0.0) is None) == \
-                (within >= cum)
+def test_the_drain_model():
+    # ceil(Q / p) microbatches of a stage and the gap each, then pp - 1 stages to cross
+    assert first_token_ms(3072, 256, 20.0, 0.0, 4) == 12 * 20.0 + 3 * 20.0
+    assert first_token_ms(3073, 256, 20.0, 0.0, 4) == 13 * 20.0 + 3 * 20.0
+    assert first_token_ms(256, 256, 20.0, 5.0, 4) == 25.0 + 60.0  # no gap on the crossing
+    deadlines = [(300.0, 1000), (100.0, 1200), (400.0, 3072)]
+    assert in_time(deadlines, 256, 20.0, 0.0, 4) == 2  # 160, 160 > 100, 300
+    assert in_time(deadlines, 256, 20.0, 10.0, 4) == 1  # 180, 210, 420 > 400
+    assert in_time([], 256, 20.0, 0.0, 4) == 0
 
 
-def test_the_least_size_that_brings_the_queue_in_time_past_the_tpot_price():
+def test_ttft_outranks_slo_tpot_but_not_the_kv_cache():
     tight = Slo(300.0, 100.0)
-    # the price admits 640 (22.8 ms). A fresh 6500-token prompt, 300 ms TTFT: within it 640
-    # brings floor((300 - 3 * 22.8) / 22.8) = 10 pieces = 6400 tokens; 768, 896, 1024 bring
-    # 8 x 768, 7 x 896, 6 x 1024 (< 6500); 1152 (33.04 ms) 6 x 1152 = 6912: the least in time
+    # the budget admits 640 (22.8 ms). A fresh 6500-token prompt, 300 ms TTFT: 640 brings it in
+    # 14 x 22.8 = 319 ms, 768 in 12 x 25.36, 896 in 11 x 27.92, 1024 in 10 x 30.48 (all late);
+    # 1152 in 9 x 33.04 = 297 ms: the least round past the budget that brings it in time
     snap = make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE)
     d = mixed_ctl(tight).decide(snap)
-    assert (d.chunk_tokens, d.reason) == (1152, "ttft:least-in-time")
-    assert dict(d.inputs)["tpot_choice"] == 640.0
-    # in time at the price already: the price's choice
+    assert (d.chunk_tokens, d.reason) == (1152, "slo:over-budget")
+    assert dict(d.inputs)["in_time"] == 1.0
+    # in time within the budget already: the most supply there
     short = make_snap(queue=[waiting(0, 100.0, 5000)], decodes=ELSEWHERE)
-    assert mixed_ctl(tight).decide(short).reason == "slo:max-supply"
-    # the KV budget (a 100.5 ms round fills the cache) admits 640's 91.2 ms round, not 768's
+    assert mixed_ctl(tight).decide(short).reason == "slo:within-budget"
+    # the KV ceiling (a 100.5 ms round fills the cache) admits 640's 91.2 ms round, not 768's
     # 101.4: no size past it
     kv = make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE, stage_ms=(20.0,) * 8,
                    kv_free=100_000 - round(100_000 * 80 / 100.5))
-    d = mixed_ctl(tight).decide(kv)
-    assert (d.chunk_tokens, d.reason) == (640, "slo:max-supply")
-    # nothing brings 9000 tokens within 300 ms (at most 6912): the price's choice
+    assert mixed_ctl(tight).decide(kv).chunk_tokens == 640
+    # nothing brings 9000 tokens within 300 ms (2048: 8 x 50.96 = 408 ms): the budget's size
     far = make_snap(queue=[waiting(0, 100.0, 9000)], decodes=ELSEWHERE)
     assert mixed_ctl(tight).decide(far).chunk_tokens == 640
 
 
-def test_an_escalation_is_kept_until_its_request_is_served():
-    """Re-planned from the TPOT price at every decision, an escalated prompt went back to the
-    price's size as soon as it was just in time again, and reached its first token at its
-    deadline: late on any error of the drain (32B sharegpt SLO 0.4)."""
-    tight = Slo(300.0, 100.0)
-    ctl = mixed_ctl(tight)
-    first = ctl.decide(make_snap(queue=[waiting(0, 100.0, 6500)], decodes=ELSEWHERE))
-    assert (first.chunk_tokens, first.reason) == (1152, "ttft:least-in-time")
-    # two pieces later, 66 ms on: 4196 tokens left, 234 ms; the price's 640 brings it in time
-    # again (7 pieces + 3 crossings of 22.8 ms = 228 ms), and the rule keeps 1152 for it
-    later = waiting(0, 100.0, 6500, remaining=6500 - 2 * 1152)
-    again = make_snap(iteration=8, now_s=100.066, chunked=later, decodes=ELSEWHERE)
-    assert mixed_ctl(tight).decide(again).reason == "slo:max-supply"  # without the escalation
-    kept = ctl.decide(again)
-    assert (kept.chunk_tokens, kept.reason) == (1152, "ttft:kept")
-    assert dict(kept.inputs)["tpot_choice"] == 640.0
-    # TPOT the tighter SLO (P90 95 of 100 ms, TTFT 150 of 300): not spent on TTFT
-    tpot_bound = replace(again, iteration=16, recent_ttft_ms=(150.0,) * 10,
-                         recent_tpot_ms=(95.0,) * 10)
-    assert ctl.decide(tpot_bound).reason == "slo:max-supply"
-    ttft_bound = replace(tpot_bound, iteration=24, recent_ttft_ms=(290.0,) * 10)
-    assert ctl.decide(ttft_bound).reason == "ttft:kept"
-    # past the KV budget (a 100.5 ms round fills the cache), the kept size is not taken
-    full = replace(again, iteration=32, recent_stage_ms=(20.0,) * 8,
-                   kv_free_tokens=100_000 - round(100_000 * 80 / 100.5))
-    assert ctl.decide(full).chunk_tokens == 640
-    # served (it left the queue): forgotten, the price's size for the next request
-    nxt = make_snap(iteration=40, now_s=100.3, queue=[waiting(1, 100.3, 1000)], decodes=ELSEWHERE)
-    assert (ctl.decide(nxt).chunk_tokens, ctl.decide(nxt).reason) == (640, "slo:max-supply")
+def test_the_most_queued_requests_in_time_when_not_all_can_be():
+    # behind the 6500-token prompt a 2000-token one that no size brings within 300 ms (8500
+    # tokens: 2048 takes 8 x 50.96 ms): 1152 still brings the first in time
+    queue = [waiting(0, 100.0, 6500), waiting(1, 100.0, 2000)]
+    d = mixed_ctl(Slo(300.0, 100.0)).decide(make_snap(queue=queue, decodes=ELSEWHERE))
+    assert (d.chunk_tokens, dict(d.inputs)["in_time"]) == (1152, 1.0)
 
 
-def test_the_price_is_eased_while_tpot_is_the_tighter_slo():
-    """At the price's top every round costs TPOT that a slack TTFT does not need (14B azure-code
-    at SLO 1: P90 TPOT 200.7 of 200 ms, TTFT 1,348 of 2,000)."""
-    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
-    grid = tuple(range(128, 2049, 128))
-    fresh = [waiting(0, 100.0, 3000)]
-    tpot_bound = dict(decodes=ELSEWHERE, ttft=(500.0,) * 10, tpot=(190.0,) * 10)
-    # the price admits 1920; TPOT 0.95 of its SLO, TTFT 0.25: the least size that brings the
-    # queue in time, 128 (24 pieces + 3 crossings of 12.56 ms = 339 ms < 2000)
-    eased = rule.choose(make_snap(queue=fresh, **tpot_bound), grid, 0.0)
-    assert (grid[eased.index], eased.reason) == (128, "tpot:least-in-time")
-    assert dict(eased.inputs)["tpot_choice"] == 1920.0
-    # and that keeps up with the arriving prompt tokens: 12 tok/ms, more than 128's supply
-    # (10.2), less than 256's (16.9)
-    busy = rule.choose(make_snap(queue=fresh, **tpot_bound), grid, 12_000.0)
-    assert grid[busy.index] == 256
+def test_the_p90_prompt_outranks_the_queue_of_the_moment():
+    # TTFT 400 ms, TPOT 60 ms (stages up to 15 ms: 128's 12.56 ms fits, 256's 15.12 does not).
+    # The queue of the moment is one short prompt, which 128 brings in time; ten recent prompts
+    # of 4000 tokens, which 128 cannot prefill within 400 ms (32 x 12.56 + 3 x 12.56) and 256
+    # can (16 x 15.12 + 3 x 15.12 = 287 ms)
+    slo = Slo(400.0, 60.0)
+    short = dict(iteration=800, queue=[waiting(1, 100.0, 100)], decodes=ELSEWHERE,
+                 ttft=(100.0,) * 64)
+
+    def seen(ctl: PredictiveChunk, count: int) -> PredictiveChunk:
+        for k in range(count):
+            ctl.decide(make_snap(iteration=8 * k, queue=[waiting(1000 + k, 100.0, 4000)],
+                                 decodes=ELSEWHERE, ttft=(100.0,) * 64))
+        return ctl
+
+    d = seen(mixed_ctl(slo), 8).decide(make_snap(**short))  # nine prompts: no P90 yet
+    assert (d.chunk_tokens, d.reason, d.ttft_slack) == (128, "slo:within-budget", None)
+    d = seen(mixed_ctl(slo), 10).decide(make_snap(**short))
+    assert (d.chunk_tokens, d.reason) == (256, "slo:over-budget")
+    assert d.ttft_slack == pytest.approx(1 - 19 * 15.12 / 400)
+    # nor does easing TPOT go below it (P90 TPOT 59 of 60 ms, TTFT 100 of 400)
+    d = seen(mixed_ctl(slo), 10).decide(make_snap(**short, tpot=(59.0,) * 64))
+    assert d.chunk_tokens == 256
+
+
+def test_ttfts_margin_goes_to_tpot_while_tpot_is_measured_the_closer():
+    """At the budget's top every round costs TPOT that a slack TTFT does not need (14B
+    azure-code at SLO 1: P90 TPOT 200.7 of 200 ms, TTFT 1,348 of 2,000)."""
+    chunk = chooser(snap_kw=dict(queue=[waiting(0, 100.0, 3000)], decodes=ELSEWHERE,
+                                 ttft=(500.0,) * 10, tpot=(190.0,) * 10, stage_ms=(40.0,) * 10,
+                                 kv_free=90_000))
+    # TPOT 0.95 of its SLO, TTFT 0.25, and 1920 (48.4 ms) would take it past 200 ms (recent
+    # stages of 40 ms): the least round that keeps the TTFT terms, 128 (24
+    # pieces + 3 crossings of 12.56 ms = 339 ms < 2000)
+    assert chunk() == (128, "slo:eased")
+    # keeping up with 12 tok/ms: more than 128's supply (10.2), less than 256's (16.9)
+    assert chunk(12_000.0) == (256, "slo:eased")
     # 300 ms left before the TTFT SLO: 128 brings it late (339 ms), 256 in time (15 x 15.12)
-    old = [waiting(0, 98.3, 3000)]
-    assert grid[rule.choose(make_snap(queue=old, **tpot_bound), grid, 0.0).index] == 256
-    # TTFT the tighter (1,900 of 2,000 ms), or either P90 unknown: the price's choice
+    assert chunk(queue=[waiting(0, 98.3, 3000)]) == (256, "slo:eased")
+    # TTFT the closer (1,900 of 2,000 ms), or either P90 unknown: the most supply
     for ttft, tpot in (((1900.0,) * 10, (190.0,) * 10), ((), (190.0,) * 10), ((500.0,), ())):
-        snap = make_snap(queue=fresh, decodes=ELSEWHERE, ttft=ttft, tpot=tpot)
-        kept = rule.choose(snap, grid, 0.0)
-        assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
+        assert chunk(ttft=ttft, tpot=tpot) == (1920, "slo:within-budget")
 
 
-def test_the_ease_waits_until_the_measured_tpot_says_the_price_would_overrun():
-    """TPOT the closer SLO (100 of 200 ms against TTFT's 500 of 2,000) is not enough: the ease
-    acts only when the recent P90 TPOT, scaled from the recent mean stage to the price's choice,
-    passes SLO_TPOT (14B mooncake-synthetic at SLO 0.6: eased to 128-256 at a burst's start with
-    P90 TPOT at 63% of its limit)."""
-    rule = SloRule(SLO, 4, LinearFake(), TileResidual())
-    grid = tuple(range(128, 2049, 128))
-    fresh = [waiting(0, 100.0, 3000)]
-    gate_open = dict(queue=fresh, decodes=ELSEWHERE, ttft=(500.0,) * 10, tpot=(100.0,) * 10,
-                     kv_free=90_000)  # the KV cache far from binding at these stages
-    # recent stages at 1920's own 48.4 ms: 100 ms scales to 100, within 200: the price stands
-    kept = rule.choose(make_snap(stage_ms=(48.4,) * 10, **gate_open), grid, 0.0)
-    assert (grid[kept.index], kept.reason) == (1920, "slo:max-supply")
-    # recent stages of 20 ms: 1920 would take P90 TPOT to 100 x 48.4 / 20 = 242 ms: eased
-    eased = rule.choose(make_snap(stage_ms=(20.0,) * 10, **gate_open), grid, 0.0)
-    assert (grid[eased.index], eased.reason) == (128, "tpot:least-in-time")
-    # either side of the line: 100 x 48.4 / 24.3 = 199.2 stands, / 24.1 = 200.8 is eased
-    under = rule.choose(make_snap(stage_ms=(24.3,) * 10, **gate_open), grid, 0.0)
-    assert grid[under.index] == 1920
-    over = rule.choose(make_snap(stage_ms=(24.1,) * 10, **gate_open), grid, 0.0)
-    assert grid[over.index] == 128
-
-
-def test_kept_sizes_keep_the_largest_per_request_and_forget_the_served():
-    kept = KeptSizes()
-    snap = make_snap(queue=[waiting(3, 99.0, 500), waiting(4, 99.5, 800)])
-    assert kept.largest(snap) == 0
-    kept.keep(3, 384)
-    kept.keep(3, 256)  # a later, smaller escalation does not lower it
-    kept.keep(4, 512)
-    assert kept.largest(snap) == 512
-    assert kept.largest(make_snap(queue=[waiting(3, 99.0, 500)])) == 384  # 4 served
-    assert kept.largest(make_snap()) == 0 and kept.largest(snap) == 0  # forgotten
+def test_the_margin_moves_only_when_the_measured_tpot_says_the_budget_would_overrun():
+    """TPOT the closer SLO (100 of 200 ms against TTFT's 500 of 2,000) is not enough: the
+    recent P90 TPOT, scaled from the recent mean stage to the most-supply size's, must pass the
+    budget (14B mooncake-synthetic at SLO 0.6: eased to 128-256 at a burst's start with P90 TPOT
+    at 63% of its limit)."""
+    chunk = chooser(snap_kw=dict(queue=[waiting(0, 100.0, 3000)], decodes=ELSEWHERE,
+                                 ttft=(500.0,) * 10, tpot=(100.0,) * 10, kv_free=90_000))
+    # recent stages at 1920's own 48.4 ms: 100 ms scales to 100, within 200
+    assert chunk(stage_ms=(48.4,) * 10) == (1920, "slo:within-budget")
+    # recent stages of 20 ms: 1920 would take P90 TPOT to 100 x 48.4 / 20 = 242 ms
+    assert chunk(stage_ms=(20.0,) * 10) == (128, "slo:eased")
+    # either side of the line: 100 x 48.4 / 24.3 = 199.2 stands, / 24.1 = 200.8 moves
+    assert chunk(stage_ms=(24.3,) * 10)[0] == 1920
+    assert chunk(stage_ms=(24.1,) * 10)[0] == 128
 
 
 def test_kv_round_ms():
@@ -279,26 +254,32 @@ def test_sized_by_the_asking_slot_and_held_for_the_cadence():
     assert d8.chunk_tokens == 1920 and dict(d8.inputs)["slot_decodes"] == 0  # slot 1's own
 
 
-def test_nothing_fits_takes_the_least_stage_then_the_safety_floor():
+def test_nothing_fits_the_budget_takes_the_least_round():
     # 150 decodes of 3000 context: 45 ms of attention, so every budget breaks 50 ms. The one
-    # queued request waited 3 s, past the 2 s TTFT: no size brings it in time, none is tried
+    # queued request waited 3 s, past the 2 s TTFT: no size brings it in time, and the least
+    # round that carries prefill is 256's (128 carries none)
     snap = make_snap(queue=[waiting(0, 97.0, 1000)], decodes=(150,) * 4, ctx_per_decode=3000)
     d = mixed_ctl().decide(snap)
-    assert (d.chunk_tokens, d.reason) == (256, "tpot-tight:least-stage+safety-floor")
+    assert (d.chunk_tokens, d.reason) == (256, "slo:over-budget")
+    assert d.tpot_slack == pytest.approx(1 - 4 * (10 + 0.02 * 256 + 45) / 200)
 
 
-def test_nothing_fits_takes_the_smallest_even_where_alp_ranks_a_larger_one_faster():
-    class Confounded(LinearFake):
-        """Predicts fewer batched tokens as slower (as ALP's online fit did on the CPU server)."""
+def test_the_kv_ceiling_and_past_it_the_least_stage():
+    # stages of 20 ms with 99.9% of the KV in use: the cache fills at an 80.08 ms round, which
+    # 384 (4 x 17.68 ms) fits and 512 does not
+    snap = dict(queue=[waiting(0, 100.0, 500)], decodes=ELSEWHERE, stage_ms=(20.0,) * 8,
+                kv_free=100)
+    assert chooser(snap_kw=snap)() == (384, "slo:within-budget")
 
-        def predict(self, shape):
-            return 40.0 - 0.01 * shape.batched_tokens
+    def choose(base: float) -> tuple[int, str]:
+        rule = SloRule(SLO, 4, LinearFake(base=base), TileResidual())
+        choice = rule.choose(make_snap(**snap), (128, 256), 0.0)
+        return choice.index, choice.reason
 
-    snap = make_snap(queue=[waiting(0, 99.0, 8000)], decodes=ELSEWHERE)
-    rule = SloRule(Slo(2000.0, 100.0), 4, Confounded(), TileResidual())
-    d = rule.choose(snap, (64, 128, 256), 0.0)  # every round 4 x ~38 ms > 100: none fits
-    assert (d.index, d.reason) == (0, "tpot-tight:least-stage")
-    assert d.costs.stage_ms[0] > d.costs.stage_ms[2]  # ALP said otherwise; physics wins
+    # no size within it (128: 4 x 27.56 ms), so none there keeps up: the ceiling is SLO_TPOT's
+    assert choose(25.0) == (0, "slo:over-budget")
+    # no size within SLO_TPOT either (128: 4 x 62.56 ms): the least stage
+    assert choose(60.0) == (0, "tpot-tight:least-stage")
 
 
 def test_measured_residual_corrects_the_stage_predictions():
@@ -315,62 +296,29 @@ def test_measured_residual_corrects_the_stage_predictions():
     assert d.predicted_stage_ms == pytest.approx(10 + 0.02 * 1792)
 
 
-def test_nothing_decodes_takes_the_chunk_that_brings_most_tokens_within_the_ttft():
-    # Slo TTFT 400 ms, stage 10 + 0.02 c, pp 4: c brings c * floor((400 - 3 s) / s) queued tokens
-    # to their first token in time; 1152 the most (9 pieces: 10,368 tokens; 1024 and 1280:
-    # 10,240), whatever the queue of the moment: 100 tokens would cross fastest in 128 and
-    # 20,000 drain fastest in 2048, but the P90 is decided by the requests near the TTFT
-    for queued in (100, 10_368, 20_000):
-        d = mixed_ctl(Slo(400.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, queued)]))
-        assert (d.chunk_tokens, d.reason) == (1152, "no-decodes:most-within-ttft")
-        assert dict(d.inputs)["tokens_within_ttft"] == 10_368
-    # a looser TTFT amortises the crossing over more pieces: 2000 ms brings the most in 2048
-    d = mixed_ctl(Slo(2000.0, 40.0)).decide(make_snap(queue=[waiting(0, 100.0, 100)]))
-    assert (d.chunk_tokens, dict(d.inputs)["tokens_within_ttft"]) == (2048, 36 * 2048)
-    # the SLO's TPOT (40 ms: stages <= 10 ms) binds again as soon as anything decodes
-    busy = make_snap(queue=[waiting(0, 100.0, 8000)], decodes=ELSEWHERE)
-    assert mixed_ctl(Slo(2000.0, 40.0)).decide(busy).reason == "tpot-tight:least-stage"
-    # nothing queued: no first token to hurry, the TPOT rule as before
-    assert mixed_ctl().decide(make_snap()).reason == "slo:max-supply"
+def test_nothing_decodes_leaves_ttft_alone():
+    # a round costs TPOT only to the requests decoding during it: with none, no TPOT budget, and
+    # the size that brings the most prompt tokens to their first token within SLO_TTFT, 400 ms:
+    # c (400 - 3 s) / s tokens, the most for 1280 (10,542; 1152: 10,490; 1408: 10,534)
+    slo = Slo(400.0, 40.0)
+    chunk = chooser(slo, dict(queue=[waiting(0, 100.0, 100)]))
+    assert chunk() == (1280, "slo:within-budget")
+    # whatever the queue of the moment: 9000 tokens (1280: 8 + 3 stages of 35.6 ms = 392 ms),
+    # or 20,000 that no size brings in time
+    assert chunk(queue=[waiting(0, 100.0, 9000)]) == (1280, "slo:within-budget")
+    assert chunk(queue=[waiting(0, 100.0, 20_000)]) == (1280, "slo:within-budget")
+    # the SLO's TPOT (40 ms: stages <= 10 ms) binds as soon as anything decodes: no size fits,
+    # and the least round past the budget that brings the 100 tokens in time is 128's
+    assert chunk(decodes=ELSEWHERE) == (128, "slo:over-budget")
 
 
-def test_nothing_decodes_under_arrivals_favours_supply():
-    rule = SloRule(Slo(400.0, 40.0), 4, LinearFake(), TileResidual())
-    grid = tuple(range(128, 2049, 128))
-    snap = make_snap(queue=[waiting(0, 100.0, 100)])
-    assert grid[rule.choose(snap, grid, 0.0).index] == 1152  # idle: as above
-    # 15,000 prompt tok/s arriving take rho = 15 / supply(c) of stage 0, and the drain stretches
-    # by 1 / (1 - rho): 128 cannot keep up (0 tokens), 1152 now brings 5,760, 1536 and 2048
-    # 6,144 each (the shorter stage, 1536, wins the tie)
-    busy = rule.choose(snap, grid, 15_000.0)
-    assert (grid[busy.index], busy.reason) == (1536, "no-decodes:most-within-ttft")
-    assert dict(busy.inputs)["tokens_within_ttft"] == 6144
-    # more than any chunk can supply (2048: 40.2 tok/ms): none in time, the greatest supply
-    flood = rule.choose(snap, grid, 50_000.0)
-    assert (grid[flood.index], flood.reason) == (2048, "no-decodes:max-supply")
-    # a TTFT shorter than any crossing (3 stages of >= 12.56 ms): likewise
-    tight = SloRule(Slo(30.0, 40.0), 4, LinearFake(), TileResidual()).choose(snap, grid, 0.0)
-    assert (grid[tight.index], tight.reason) == (2048, "no-decodes:max-supply")
-
-
-def first_token_ms(costs: CandidateCosts, i: int, queued: int, pp: int, arrival: float) -> float:
-    """Q tokens' last first token: ceil(Q / p) stages stretched by 1 / (1 - rho), then the
-    crossing (the model tokens_within_ms inverts)."""
-    s = costs.stage_ms[i]
-    return math.ceil(queued / costs.prefill[i]) * s / (1 - arrival / costs.supply(i)) + (pp - 1) * s
-
-
-def test_tokens_within_ms_is_the_largest_queue_in_time():
-    costs = CandidateCosts((128, 256), (0, 56), (12.0, 15.0), 0.0)
-    assert tokens_within_ms(costs, 0, 400.0, 4) == 0  # carries no prefill
-    for arrival in (0.0, 1.5):
-        q = tokens_within_ms(costs, 1, 400.0, 4, arrival)
-        assert q > 0
-        assert first_token_ms(costs, 1, q, 4, arrival) <= 400.0
-        assert first_token_ms(costs, 1, q + 1, 4, arrival) > 400.0
-    assert tokens_within_ms(costs, 1, 400.0, 4) == 56 * 23  # 23 pieces + 3 crossing: 390 ms
-    assert tokens_within_ms(costs, 1, 40.0, 4) == 0  # not even the crossing fits
-    assert tokens_within_ms(costs, 1, 400.0, 4, arrival_tok_ms=56 / 15.0) == 0  # cannot keep up
+def test_the_most_tokens_within_the_ttft_weighs_the_crossing():
+    # TTFT 300 ms, budget 200 ms (stages to 50 ms): the crossing (3 stages) takes a larger share
+    # of a short TTFT, so 1024 (300 - 3 x 30.48 = 208.6 ms of pieces: 7,007 tokens; 1152:
+    # 7,004) beats 1920 (154.8 ms: 6,141) though 1920 has the greater supply (39.7 against 33.6
+    # tokens/ms)
+    chunk = chooser(Slo(300.0, 200.0), dict(queue=[waiting(0, 100.0, 100)], decodes=ELSEWHERE))
+    assert chunk() == (1024, "slo:within-budget")
 
 
 def test_best_supply_is_the_greatest_supply_within_the_round_budget():

@@ -33,7 +33,7 @@ def _records(result) -> list:
     # decode-heavy, fast arrivals: slots pass 128 decodes and DS holds requests
     (ON, WorkloadSpec("synthetic-decode", rate=40.0, num_requests=1200, seed=3), False),
     # little KV: retracted requests rejoin a decode set out of arrival order
-    (replace(ON, mem_fraction_static=0.40), WorkloadSpec("sharegpt", rate=15.0,
+    (replace(ON, mem_fraction_static=0.35), WorkloadSpec("sharegpt", rate=15.0,
                                                           num_requests=600, seed=3), False),
 ])
 def test_a_certified_twin_has_the_same_records_and_only_then(config, workload, same):

