@@ -14,7 +14,7 @@ from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
-from ppsched.dcp.queue_drain import first_token_ms, in_time, queue_deadlines
+from ppsched.dcp.queue_drain import first_token_ms, most_in_time, queue_deadlines
 from ppsched.dcp.rounds import kv_round_ms
 from ppsched.dcp.rule_slo import SloRule
 
@@ -137,9 +137,14 @@ def test_the_drain_model():
     assert first_token_ms(3073, 256, 20.0, 0.0, 4) == 13 * 20.0 + 3 * 20.0
     assert first_token_ms(256, 256, 20.0, 5.0, 4) == 25.0 + 60.0  # no gap on the crossing
     deadlines = [(300.0, 1000), (100.0, 1200), (400.0, 3072)]
-    assert in_time(deadlines, 256, 20.0, 0.0, 4) == 2  # 160, 160 > 100, 300
-    assert in_time(deadlines, 256, 20.0, 10.0, 4) == 1  # 180, 210, 420 > 400
-    assert in_time([], 256, 20.0, 0.0, 4) == 0
+    prefill, stage = (256, 256, 512), (20.0, 20.0, 30.0)
+    # size 0 brings two in time (160, 160 > 100, 300); with a 10 ms gap one (180, 210, 420)
+    assert most_in_time([0], deadlines, prefill, stage, 0.0, 4) == (0, 2)
+    assert most_in_time([0], deadlines, prefill, stage, 10.0, 4) == (0, 1)
+    # 512 (30 ms) brings two as well (150, 180 > 100, 270): a tie goes to the first in order
+    assert most_in_time([0, 2], deadlines, prefill, stage, 0.0, 4) == (0, 2)
+    assert most_in_time([2, 0], deadlines, prefill, stage, 0.0, 4) == (2, 2)
+    assert most_in_time([1, 0], [], prefill, stage, 0.0, 4) == (1, 0)
 
 
 def test_ttft_outranks_slo_tpot_but_not_the_kv_cache():

@@ -9,6 +9,8 @@ carries), and the last one pp - 1 more stages to cross the pipeline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import waiting_fcfs
 
@@ -40,9 +42,21 @@ def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, in
     return out
 
 
-def in_time(deadlines: list[tuple[float, int]], p: int, stage_ms: float, gap_ms: float,
-            pp: int) -> int:
-    """How many of ``deadlines`` (``queue_deadlines``) a size carrying ``p`` > 0 prefill tokens
-    brings to their first token in time."""
-    return sum(1 for left, cum in deadlines
-               if first_token_ms(cum, p, stage_ms, gap_ms, pp) <= left)
+def most_in_time(order: list[int], deadlines: list[tuple[float, int]], prefill: Sequence[int],
+                 stage_ms: Sequence[float], gap_ms: float, pp: int) -> tuple[int, int]:
+    """(the size, how many of ``deadlines`` it brings in time) of the sizes in ``order`` that
+    brings the most queued requests to their first token in time; ties: the first in
+    ``order``, so a size bringing every one in time ends the search. ``first_token_ms``
+    inlined: it runs per size and request at every re-plan."""
+    best, most = order[0], -1
+    for i in order:
+        p, piece, crossing = prefill[i], stage_ms[i] + gap_ms, (pp - 1) * stage_ms[i]
+        count = 0
+        for left, cum in deadlines:
+            if -(-cum // p) * piece + crossing <= left:
+                count += 1
+        if count > most:
+            best, most = i, count
+            if most == len(deadlines):
+                break
+    return best, most

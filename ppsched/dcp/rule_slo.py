@@ -27,7 +27,7 @@ carries its regime and predicted slacks: TPOT's, the round; TTFT's, the P90 prom
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
@@ -41,7 +41,12 @@ from ppsched.dcp.candidate_costs import (
     predict_costs,
 )
 from ppsched.dcp.prompt_window import RecentPrompts
-from ppsched.dcp.queue_drain import first_token_ms, in_time, queue_deadlines, tokens_within_ms
+from ppsched.dcp.queue_drain import (
+    first_token_ms,
+    most_in_time,
+    queue_deadlines,
+    tokens_within_ms,
+)
 from ppsched.dcp.regime import Regime
 from ppsched.dcp.rounds import RoundMeter, kv_round_ms
 from ppsched.dcp.rule_base import Choice
@@ -61,7 +66,17 @@ class Measured:
     p90_prompt: float | None  # tokens of the recent P90 prompt (None: too few seen)
     deadlines: list[tuple[float, int]]  # ``queue_deadlines``
     mean_stage_ms: float | None
-    p90_tpot_ms: float | None  # set only while TPOT is the SLO measured closer to its bound
+    recent_ttft_ms: tuple[float, ...]
+    recent_tpot_ms: tuple[float, ...]
+
+    def tpot_over(self, slo: Slo, scale: float, budget: float) -> bool:
+        """Whether the recent P90 TPOT, scaled by ``scale``, is over ``budget`` while TPOT is the
+        SLO measured closer to its bound (the TPOT percentile first: it alone mostly decides)."""
+        tpot = percentile(self.recent_tpot_ms, SLO_PERCENTILE)
+        if tpot is None or tpot * scale <= budget:
+            return False
+        ttft = percentile(self.recent_ttft_ms, SLO_PERCENTILE)
+        return ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
 
 
 def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measured:
@@ -70,13 +85,11 @@ def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measure
     mean_stage = sum(stages) / len(stages) if stages else None
     round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
     gap = 0.0 if round_ms is None or mean_stage is None else max(0.0, round_ms / pp - mean_stage)
-    ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
-    tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
-    closer = ttft is not None and tpot is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
     return Measured(arrival_tok_s / 1000.0, snap.max_slot_decode_reqs > 0,
                     kv_round_ms(snap, pp, round_ms), gap,
                     rule.prompts.percentile(SLO_PERCENTILE),
-                    queue_deadlines(snap, slo.ttft_ms), mean_stage, tpot if closer else None)
+                    queue_deadlines(snap, slo.ttft_ms), mean_stage, snap.recent_ttft_ms,
+                    snap.recent_tpot_ms)
 
 
 @dataclass(frozen=True)
@@ -96,19 +109,22 @@ class SloRule:
         self.prompts.see(snap)
         seen = measure(self, snap, arrival_tok_s)
         choice = self.best(costs, seen, d_reqs)
-        # the size above, untried lately, priced at its lower bound: tried once if taken so
+        # the size above, untried lately, at its lower bound (the choice's stage): no worse on
+        # any term, so the objective takes it, unless it aimed at the least round
         explored = explore_above(self.residual, costs, choice.index, d_reqs)
-        if explored is not None:
-            trial = self.best(explored, seen, d_reqs)
+        if explored is not None and choice.regime is not Regime.TPOT_TIGHT:
+            trial = self.best(explored, seen, d_reqs) if choice.regime is Regime.EASED else \
+                self._priced(choice.index + 1, choice.regime, explored, choice.inputs, seen)
             if trial.index == choice.index + 1:
-                choice = replace(trial, explored=True)
+                choice = self._priced(trial.index, trial.regime, explored, trial.inputs, seen,
+                                      explored=True)
         return choice
 
     def best(self, costs: CandidateCosts, seen: Measured, d_reqs: int) -> Choice:
         """The objective's size at these prices (the module docstring)."""
         pp, slo, gap = self.pp, self.slo, seen.gap_ms
-        rounds = [pp * s for s in costs.stage_ms]
-        prefill = costs.prefill
+        stage, prefill = costs.stage_ms, costs.prefill
+        rounds = [pp * s for s in stage]
         n = len(prefill)
         keeps = [p > 0 and costs.supply(i) > seen.arrival_tok_ms for i, p in enumerate(prefill)]
         ceiling = seen.kv_round_ms
@@ -120,28 +136,38 @@ class SloRule:
                   ("slot_decodes", float(d_reqs)), ("queued_deadlines", float(len(seen.deadlines))))
         sizes = [i for i in range(n) if prefill[i] > 0 and rounds[i] <= ceiling]
         if not sizes:  # the least stage is the smallest candidate (a larger one is never faster)
-            return self._priced(Choice(0, Regime.TPOT_TIGHT, costs, inputs), seen)
-        ttft = {i: (keeps[i], seen.p90_prompt is None or first_token_ms(
-                    seen.p90_prompt, prefill[i], costs.stage_ms[i], gap, pp) <= slo.ttft_ms,
-                    in_time(seen.deadlines, prefill[i], costs.stage_ms[i], gap, pp),
-                    -max(0.0, rounds[i] - budget)) for i in sizes}
-        idx = max(sizes, key=lambda i: (*ttft[i], tokens_within_ms(
-            slo.ttft_ms, prefill[i], costs.stage_ms[i], gap, pp), -rounds[i]))
+            return self._priced(0, Regime.TPOT_TIGHT, costs, inputs, seen)
+        p90 = seen.p90_prompt
+        head = [(keeps[i], p90 is None or first_token_ms(
+                 p90, prefill[i], stage[i], gap, pp) <= slo.ttft_ms) for i in sizes]
+        top = max(head)
+        tied = [i for i, h in zip(sizes, head, strict=True) if h == top]  # terms 1 and 2
+        # a request no size brings in time counts for none: dropped, so that a size bringing
+        # every other in time ends the search for term 3 (``queue_drain.most_in_time``)
+        rate = max(prefill[i] / (stage[i] + gap) for i in tied)
+        crossing = (pp - 1) * min(stage[i] for i in tied)
+        deadlines = [(left, cum) for left, cum in seen.deadlines if left >= cum / rate + crossing]
+        idx, count = most_in_time(sorted(tied, reverse=True, key=lambda i: (
+            -max(0.0, rounds[i] - budget), tokens_within_ms(slo.ttft_ms, prefill[i], stage[i],
+                                                             gap, pp), -rounds[i])),
+            deadlines, prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
-        tpot, mean_stage = seen.p90_tpot_ms, seen.mean_stage_ms
-        if tpot is not None and mean_stage is not None and regime is Regime.WITHIN_BUDGET and \
-                tpot * (costs.stage_ms[idx] + gap) / (mean_stage + gap) > budget:
-            eased = max(sizes, key=lambda i: (*ttft[i], -rounds[i]))
+        mean = seen.mean_stage_ms
+        if regime is Regime.WITHIN_BUDGET and mean is not None and \
+                seen.tpot_over(slo, (stage[idx] + gap) / (mean + gap), budget):
+            eased, count_eased = most_in_time(sorted(tied, reverse=True, key=lambda i: (
+                -max(0.0, rounds[i] - budget), -rounds[i])), deadlines, prefill, stage, gap, pp)
             if eased != idx:
-                idx, regime = eased, Regime.EASED
-        return self._priced(Choice(idx, regime, costs, (
-            *inputs, ("in_time", float(ttft[idx][2])))), seen)
+                idx, count, regime = eased, count_eased, Regime.EASED
+        return self._priced(idx, regime, costs, (*inputs, ("in_time", float(count))), seen)
 
-    def _priced(self, choice: Choice, seen: Measured) -> Choice:
-        """The choice with the predicted slacks it was priced at, each relative to its SLO."""
-        costs, i, slo = choice.costs, choice.index, self.slo
-        p, stage = costs.prefill[i], costs.stage_ms[i]
+    def _priced(self, i: int, regime: Regime, costs: CandidateCosts,
+                inputs: tuple[tuple[str, float], ...], seen: Measured, explored: bool = False
+                ) -> Choice:
+        """Candidate i with the predicted slacks it was priced at, each relative to its SLO."""
+        p, stage, slo = costs.prefill[i], costs.stage_ms[i], self.slo
         ttft = None if seen.p90_prompt is None or p <= 0 else first_token_ms(
             seen.p90_prompt, p, stage, seen.gap_ms, self.pp)
-        return replace(choice, ttft_slack=None if ttft is None else 1.0 - ttft / slo.ttft_ms,
-                       tpot_slack=1.0 - self.pp * stage / slo.tpot_ms)
+        return Choice(i, regime, costs, inputs, explored,
+                      None if ttft is None else 1.0 - ttft / slo.ttft_ms,
+                      1.0 - self.pp * stage / slo.tpot_ms)
