@@ -28,7 +28,7 @@ ADDED = ("regime", "ttft_slack", "tpot_slack")  # the typed record's fields, not
 # (``python tests/test_dcp_regime.py`` prints them for the code on the path).
 DIGESTS = [
     ("azure-conv", 5.0, 1.0, "off", "mixed", "de986bfd89168ea7"),
-    ("azure-conv", 6.0, 0.6, "on", "mixed", "d06b7da3b2505ead"),
+    ("azure-conv", 6.0, 0.6, "on", "mixed", "354690dc3578cfae"),
     ("sharegpt", 3.0, 0.4, "off", "mixed", "eeee7d3298fe4e3a"),
     ("azure-code", 4.0, 1.0, "on", "mixed", "ee075086dca45c2a"),
     ("mooncake-synthetic", 1.0, 1.0, "off", "mixed", "cefd2228532cd1c7"),

@@ -155,10 +155,9 @@ class SloRule:
         mean = seen.mean_stage_ms
         if regime is Regime.WITHIN_BUDGET and mean is not None and \
                 seen.tpot_over(slo, (stage[idx] + gap) / (mean + gap), budget):
-            eased, count_eased = most_in_time(sorted(tied, reverse=True, key=lambda i: (
+            idx, count = most_in_time(sorted(tied, reverse=True, key=lambda i: (
                 -max(0.0, rounds[i] - budget), -rounds[i])), deadlines, prefill, stage, gap, pp)
-            if eased != idx:
-                idx, count, regime = eased, count_eased, Regime.EASED
+            regime = Regime.EASED
         return self._priced(idx, regime, costs, (*inputs, ("in_time", float(count))), seen)
 
     def _priced(self, i: int, regime: Regime, costs: CandidateCosts,
