@@ -27,14 +27,14 @@ ADDED = ("regime", "ttft_slack", "tpot_slack")  # the typed record's fields, not
 # predictive-paper, 200 requests, seed 3. A change to a rule's decisions changes them
 # (``python tests/test_dcp_regime.py`` prints them for the code on the path).
 DIGESTS = [
-    ("azure-conv", 5.0, 1.0, "off", "mixed", "de986bfd89168ea7"),
-    ("azure-conv", 6.0, 0.6, "on", "mixed", "354690dc3578cfae"),
-    ("sharegpt", 3.0, 0.4, "off", "mixed", "eeee7d3298fe4e3a"),
-    ("azure-code", 4.0, 1.0, "on", "mixed", "ee075086dca45c2a"),
-    ("mooncake-synthetic", 1.0, 1.0, "off", "mixed", "cefd2228532cd1c7"),
+    ("azure-conv", 5.0, 1.0, "off", "mixed", "cc34de90f89bbb64"),
+    ("azure-conv", 6.0, 0.6, "on", "mixed", "783f6332de5f0b4c"),
+    ("sharegpt", 3.0, 0.4, "off", "mixed", "073d809e595787f2"),
+    ("azure-code", 4.0, 1.0, "on", "mixed", "bd016cbd7dda25f9"),
+    ("mooncake-synthetic", 1.0, 1.0, "off", "mixed", "46ca13020be430d8"),
     ("azure-conv", 5.0, 1.0, "on", "plain", "f923af7a21cd2538"),
-    ("synthetic-decode", 6.0, 1.0, "on", "mixed", "42f423060e5562eb"),
-    ("synthetic-prefill", 3.0, 0.6, "on", "mixed", "23c794d9769aac3f"),
+    ("synthetic-decode", 6.0, 1.0, "on", "mixed", "588c636569ecb540"),
+    ("synthetic-prefill", 3.0, 0.6, "on", "mixed", "2f23618e18a1c0aa"),
     ("sharegpt", 2.0, 1.0, "off", "paper", "e40f70cccb822953"),
 ]
 

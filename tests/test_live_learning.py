@@ -69,9 +69,10 @@ class Run:
         return [r["chunk"] for r in self.rank0("chunk_applied")]
 
     def chunks_with_decoders(self) -> list[int]:
-        """Chunks decided while some slot was decoding (the TPOT SLO's reach)."""
-        return [r["chunk"] for r in self.rank0("decision")
-                if not r["reason"].startswith("no-decodes")]
+        """Chunks decided while some slot was decoding (the TPOT SLO's reach): the SLO rule
+        records it (``decoding``), the plain loop's rule names its nothing-decodes regime."""
+        return [r["chunk"] for r in self.rank0("decision") if r["inputs"].get("decoding", 1.0)
+                and r["regime"] != "NO_DECODES_MEETING_TPOT"]
 
     def stages(self) -> list[dict]:
         """Stage-0 iterations ALP predicted (before learning from them), in order."""
@@ -240,8 +241,8 @@ def test_tight_tpot_slo_makes_predictive_choose_smaller_chunks(loose, tight):
     reasons = Counter(r["reason"] for r in tight.rank0("decision"))
     print(f"tight decisions: {reasons.most_common(4)}")
     # The SLO acts where there are decoders to protect: while nothing decodes (the burst's
-    # first prompts), the rule sizes chunks for the queue's first tokens, whatever the TPOT SLO
-    # (rule_slo, "no-decodes"). Compared: the decisions made with decoders present.
+    # first prompts), the rule has no TPOT budget and sizes chunks for the first tokens alone
+    # (rule_slo, term 4). Compared: the decisions made with decoders present.
     lo_d, ti_d = loose.chunks_with_decoders(), tight.chunks_with_decoders()
     assert lo_d and ti_d
     print(f"with decoders present: loose median {np.median(lo_d):.0f} (n={len(lo_d)}), tight "

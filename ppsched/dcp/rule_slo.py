@@ -126,37 +126,40 @@ class SloRule:
         stage, prefill = costs.stage_ms, costs.prefill
         rounds = [pp * s for s in stage]
         n = len(prefill)
-        keeps = [p > 0 and costs.supply(i) > seen.arrival_tok_ms for i, p in enumerate(prefill)]
+        keeps = [p > 0 and p > seen.arrival_tok_ms * s for p, s in zip(prefill, stage, strict=True)]
         ceiling = seen.kv_round_ms
         if not any(k and r <= ceiling for k, r in zip(keeps, rounds, strict=True)):
             ceiling = max(ceiling, slo.tpot_ms)
         budget = min(slo.tpot_ms, seen.kv_round_ms) if seen.decoding else math.inf
         inputs = (("arrival_tok_s", 1000.0 * seen.arrival_tok_ms), ("tpot_budget_ms", budget),
                   ("kv_round_ms", seen.kv_round_ms), ("ceiling_ms", ceiling),
-                  ("slot_decodes", float(d_reqs)), ("queued_deadlines", float(len(seen.deadlines))))
+                  ("slot_decodes", float(d_reqs)), ("decoding", float(seen.decoding)),
+                  ("queued_deadlines", float(len(seen.deadlines))))
         sizes = [i for i in range(n) if prefill[i] > 0 and rounds[i] <= ceiling]
         if not sizes:  # the least stage is the smallest candidate (a larger one is never faster)
             return self._priced(0, Regime.TPOT_TIGHT, costs, inputs, seen)
-        p90 = seen.p90_prompt
-        head = [(keeps[i], p90 is None or first_token_ms(
-                 p90, prefill[i], stage[i], gap, pp) <= slo.ttft_ms) for i in sizes]
+        p90, ttft_ms = seen.p90_prompt, slo.ttft_ms
+        head = [2 * keeps[i] + (p90 is None or first_token_ms(
+                p90, prefill[i], stage[i], gap, pp) <= ttft_ms) for i in sizes]  # terms 1, 2
         top = max(head)
-        tied = [i for i, h in zip(sizes, head, strict=True) if h == top]  # terms 1 and 2
+        tied = [i for i, h in zip(sizes, head, strict=True) if h == top]
         # a request no size brings in time counts for none: dropped, so that a size bringing
         # every other in time ends the search for term 3 (``queue_drain.most_in_time``)
-        rate = max(prefill[i] / (stage[i] + gap) for i in tied)
-        crossing = (pp - 1) * min(stage[i] for i in tied)
+        rate = max([prefill[i] / (stage[i] + gap) for i in tied])
+        crossing = (pp - 1) * min([stage[i] for i in tied])
         deadlines = [(left, cum) for left, cum in seen.deadlines if left >= cum / rate + crossing]
-        idx, count = most_in_time(sorted(tied, reverse=True, key=lambda i: (
-            -max(0.0, rounds[i] - budget), tokens_within_ms(slo.ttft_ms, prefill[i], stage[i],
-                                                             gap, pp), -rounds[i])),
-            deadlines, prefill, stage, gap, pp)
+        over = {i: -max(0.0, rounds[i] - budget) for i in tied}
+        keys = {i: (over[i], tokens_within_ms(ttft_ms, prefill[i], stage[i], gap, pp), -rounds[i])
+                for i in tied}
+        idx, count = most_in_time(sorted(tied, key=keys.__getitem__, reverse=True), deadlines,
+                                  prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
         mean = seen.mean_stage_ms
         if regime is Regime.WITHIN_BUDGET and mean is not None and \
                 seen.tpot_over(slo, (stage[idx] + gap) / (mean + gap), budget):
-            idx, count = most_in_time(sorted(tied, reverse=True, key=lambda i: (
-                -max(0.0, rounds[i] - budget), -rounds[i])), deadlines, prefill, stage, gap, pp)
+            eased = {i: (over[i], -rounds[i]) for i in tied}
+            idx, count = most_in_time(sorted(tied, key=eased.__getitem__, reverse=True),
+                                      deadlines, prefill, stage, gap, pp)
             regime = Regime.EASED
         return self._priced(idx, regime, costs, (*inputs, ("in_time", float(count))), seen)
 
