@@ -2,9 +2,10 @@
 # Goodput on recorded arrivals (ppsched goodput --arrivals trace), qwen2.5-32b, SLO scale 1.0:
 # predictive, static:256/512/1024, greedy, predictive-paper on azure-conv and azure-code (the
 # hour as recorded) and mooncake-synthetic (its first 5 min, context 8192, as the held-out
-# table caps it). One seed, no verification, at most 10 rates per search, started near the
-# answer: about 15 CPU-minutes. Writes OUT/<trace>/goodput.csv and PIN (default
-# results/pinned/recorded_arrivals.csv; empty: none). POLICIES overrides the list above.
+# table caps it). One seed, verified at 4x the window (the goodput default), at most 10 rates
+# per search, started near the answer: about 15 CPU-minutes. Writes OUT/<trace>/goodput.csv
+# and PIN (default results/pinned/recorded_arrivals.csv; empty: none). POLICIES overrides the
+# list above.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/recorded-arrivals}
