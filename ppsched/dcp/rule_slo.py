@@ -7,7 +7,7 @@ size right above the choice at its lower bound, ``calibrate.explore_above``); a 
 once per round, so the size's TPOT is its round pp * s(c). One FCFS drain (``queue_drain``)
 says when a prompt reaches its first token. KV ceiling: R * K / U (``rounds.kv_round_ms``:
 decoding requests hold KV in proportion to their TPOT, and past it the cache fills and
-admission stalls), or SLO_TPOT where no size within it keeps up with the arriving prompts.
+admission stalls), raised to SLO_TPOT where no size within it keeps up with the arrivals.
 Objective: among the sizes within the KV ceiling, lexicographically
   1. keep up with the arriving prompt tokens (a growing queue misses every TTFT);
   2. bring the recent P90 prompt, alone, to its first token within SLO_TTFT (the SLO is a P90
