@@ -112,13 +112,13 @@ class SloRule:
         # the size above, untried lately, at its lower bound (the choice's stage): no worse on
         # any term, so the objective takes it, unless it aimed at the least round
         explored = explore_above(self.residual, costs, choice.index, d_reqs)
-        if explored is not None and choice.regime is not Regime.TPOT_TIGHT:
-            trial = self.best(explored, seen, d_reqs) if choice.regime is Regime.EASED else \
-                self._priced(choice.index + 1, choice.regime, explored, choice.inputs, seen)
-            if trial.index == choice.index + 1:
-                choice = self._priced(trial.index, trial.regime, explored, trial.inputs, seen,
-                                      explored=True)
-        return choice
+        if explored is None or choice.regime is Regime.TPOT_TIGHT:
+            return choice
+        above = choice.index + 1
+        trial = self.best(explored, seen, d_reqs) if choice.regime is Regime.EASED else choice
+        if trial is not choice and trial.index != above:
+            return choice
+        return self._priced(above, trial.regime, explored, trial.inputs, seen, explored=True)
 
     def best(self, costs: CandidateCosts, seen: Measured, d_reqs: int) -> Choice:
         """The objective's size at these prices (the module docstring)."""
