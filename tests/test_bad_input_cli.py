@@ -35,6 +35,8 @@ FILES = {
     "backwards.csv": ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:50.5,374,44\n"
                       "2023-11-16 18:15:46.6805900,100,12\n"),
     "not_utf8.csv": "num_prefill_tokens,num_decode_tokens\n\udcff\udcfe100,5\n",
+    "knob_unknown.json": '{"predictive": {"cadance": 4}}',
+    "knob_bad_value.json": '{"admission": {"headroom": -1}}',
     "bad.jsonl": ('{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [0]}\n'
                   "{timestamp: 1}\n"),
 }
@@ -61,6 +63,13 @@ CASES: tuple[Case, ...] = (
     Case("unknown delay-scheduling mode", ("run", "--ds", "maybe", *WL, *OUT), "'maybe'"),
     Case("negative DS hold bound", ("run", "--ds-max-consecutive", "-1", *WL, *OUT), "-1"),
     Case("unknown admission mode", ("run", "--admission", "maybe", *WL, *OUT), "'maybe'"),
+    Case("unknown policy knob", ("run", "--policy-config", "<tmp>/knob_unknown.json", *WL, *OUT),
+         "predictive.cadance"),
+    Case("policy knob out of range (goodput)", ("goodput", "--policy-config",
+                                                "<tmp>/knob_bad_value.json", "--workload",
+                                                "azure-conv", "--out", "<tmp>/out"), "-1"),
+    Case("policy config missing", ("run", "--policy-config", "<tmp>/none.json", *WL, *OUT),
+         "none.json"),
     Case("unknown policy (sweep)", ("sweep", "--policies", "bogus", "--workload", "azure-conv",
                                     "--rates", "1", "--no-progress", *OUT), "'bogus'"),
     Case("unknown policy (goodput)", ("goodput", "--policies", "bogus", "--workload",

@@ -5,10 +5,12 @@ from dataclasses import replace
 import pytest
 from test_dcp_support import make_snap, waiting
 
+from ppsched.core.errors import UserError
 from ppsched.core.models import BUILTIN_MODELS
 from ppsched.core.policy_context import PolicyContext
 from ppsched.core.slo import Slo
-from ppsched.dcp.greedy import GreedyChunk, GreedyConfig, head_wait_ms, round_ms
+from ppsched.dcp.greedy import GreedyChunk, head_wait_ms, round_ms
+from ppsched.dcp.knobs import GreedyConfig
 from ppsched.dcp.registry import build_chunk_controller
 
 SLO = Slo(2000.0, 200.0)
@@ -110,12 +112,12 @@ def test_no_samples_keeps_initial():
     assert (d.chunk_tokens, d.reason) == (512, "keep")
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
+def test_config_names_the_bad_knob():
+    with pytest.raises(UserError, match="greedy signals='mean': expected one of leading"):
         GreedyConfig(signals="mean")
-    with pytest.raises(ValueError):
+    with pytest.raises(UserError, match=r"greedy q=0.0: expected a percentile in \(0, 100\]"):
         GreedyConfig(q=0.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(UserError, match="grow_ttft=0.05.*expected shrink_ttft < grow_ttft"):
         GreedyConfig(grow_ttft=0.05)
 
 

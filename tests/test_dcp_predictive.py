@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -8,10 +9,11 @@ from hypothesis import strategies as st
 from test_dcp_support import LinearFake, make_snap, waiting
 
 from ppsched.core.batch import BatchShape
+from ppsched.core.errors import UserError
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
+from ppsched.dcp.knobs import PredictiveConfig
 from ppsched.dcp.predictive import PredictiveChunk, Variant
-from ppsched.dcp.rule_base import PaperConstants
 from ppsched.dcp.rule_paper import PaperRule, backlog_demand, smallest_feasible
 from ppsched.dcp.rule_slo import SloRule
 from ppsched.dcp.rule_steady import SteadyRule, steady_tpot
@@ -190,11 +192,14 @@ def test_backlog_demand_readings():
     assert backlog_demand(snap, SLO, 0.25, fcfs=True) == pytest.approx(2000 / 1.5)
 
 
-def test_constants_validation():
-    with pytest.raises(ValueError):
-        PaperConstants(tpot_margin=0.0)
-    with pytest.raises(ValueError):
-        PaperConstants(cadence=0)
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("tpot_margin", 0.0, "a finite number > 0"), ("cadence", 0, "an integer >= 1"),
+    ("cadence", 2.5, "an integer >= 1"), ("window_s", float("inf"), "a finite number > 0"),
+    ("kv_watermark", 1.0, "a number in [0, 1)"), ("wait_fraction", -0.1, "a number in [0, 1)")])
+def test_config_names_the_bad_knob(field, value, expected):
+    with pytest.raises(UserError, match=rf"predictive {field}={value!r}: expected "
+                       + re.escape(expected)):
+        PredictiveConfig(**{field: value})
 
 
 def test_each_variant_runs_its_rule_in_each_loop():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest, new_decoding_request
 from ppsched.delay_sched.ladder import BoundaryLadder
-from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
+from ppsched.delay_sched.trimmer import DelayTrimmer
 
 
 @dataclass
@@ -47,8 +47,7 @@ turn = st.tuples(st.integers(0, 3),  # slot
        initial=st.lists(st.integers(0, 90), min_size=4, max_size=4),
        turns=st.lists(turn, min_size=1, max_size=40))
 def test_bound_and_partition_hold_over_random_sequences(ladder, k, slo, initial, turns) -> None:
-    trimmer = DelayTrimmer(BoundaryLadder(ladder), DsConfig(tpot_slo_ms=slo,
-                                                            max_consecutive_holds=k))
+    trimmer = DelayTrimmer(BoundaryLadder(ladder), slo, k)
     now = 1.0
     next_id = 0
     slots: list[list[_Req]] = [[] for _ in range(4)]

@@ -26,7 +26,7 @@ def test_on_uses_context_boundaries_slo_and_k() -> None:
     t = build_decode_trimmer("on", _ctx((256, 96, 128), Slo(2000, 150)), max_consecutive_holds=3)
     assert isinstance(t, DelayTrimmer)
     assert t.ladder.boundaries == (96, 128, 256)
-    assert t.config.max_consecutive_holds == 3 and t.config.tpot_slo_ms == 150
+    assert t.max_consecutive_holds == 3 and t.tpot_slo_ms == 150
 
 
 @pytest.mark.parametrize("mode", ["yes", "ON", ""])

@@ -19,8 +19,8 @@ def test_settled_reason_matches_select_on_random_snapshots():
     for _ in range(3000):
         boundaries = tuple(sorted(rng.sample(range(2, 80), rng.randrange(1, 6))))
         trim = DelayTrimmer(BoundaryLadder(boundaries),
-                            DsConfig(tpot_slo_ms=200.0, max_consecutive_holds=rng.randrange(0, 3),
-                                     skip_queued_tokens=rng.choice([0, 1024, 5000])))
+                            200.0, rng.randrange(0, 3),
+                            DsConfig(skip_queued_tokens=rng.choice([0, 1024, 5000])))
         n = rng.randrange(0, 90)
         members = [req(i, held_streak=rng.randrange(0, 3), tpot_ms=rng.uniform(10, 300))
                    for i in range(n)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
 from ppsched.delay_sched.ladder import BoundaryLadder
-from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
+from ppsched.delay_sched.trimmer import DelayTrimmer
 
 SLO_TPOT_MS = 200.0
 LADDER = (128, 256, 384, 512)
@@ -32,5 +32,4 @@ def snap(running: list[DecodingRequest], held: list[DecodingRequest] | None = No
 
 
 def trimmer(boundaries: tuple[int, ...] = LADDER, k: int = 1) -> DelayTrimmer:
-    return DelayTrimmer(BoundaryLadder(boundaries), DsConfig(tpot_slo_ms=SLO_TPOT_MS,
-                                                             max_consecutive_holds=k))
+    return DelayTrimmer(BoundaryLadder(boundaries), SLO_TPOT_MS, k)

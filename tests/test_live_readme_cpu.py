@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from ppsched.policy_config import PolicyConfig
 from ppsched.sglang_patch.cpu_server import REPO, Server, free_port, sglang_python
 
 # The README's "On the CPU" block, one entry per command (setup line left out, see above).
@@ -124,3 +125,6 @@ def test_the_plugin_served_the_recipe(recipe):
                if line.strip()]
     kinds = [r["kind"] for r in records]
     assert kinds.count("enabled") == 2 and "decision" in kinds  # both PP ranks agreed, acted
+    # each rank's enabled record says which knobs ran: the recipe passes no --policy-config
+    assert all(r["config"]["policy"] == PolicyConfig().to_dict() for r in records
+               if r["kind"] == "enabled")

@@ -63,6 +63,7 @@ def register(subparsers) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from ppsched.experiments.outputs import write_experiment_config
     from ppsched.experiments.policies import parse_floats, parse_policies
     from ppsched.experiments.sweep import sweep
     from ppsched.metrics.steady import Window
@@ -89,6 +90,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "sweep.csv", index=False)
+    write_experiment_config(out, setup=setup, workloads=[w.to_dict() for w in workloads],
+                            policies=list(policies), rates=list(rates),
+                            slo_scale=args.slo_scale, window=window)
     print(f"{len(table)} runs ({runner.computed} computed, {runner.reused} from cache) -> "
           f"{out / 'sweep.csv'}")
     return 0
@@ -98,6 +102,7 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
                 scales: str, out: Path, label: str):
     from ppsched.experiments.fig_goodput import format_table, plot_goodput
     from ppsched.experiments.goodput import goodput_table
+    from ppsched.experiments.outputs import write_experiment_config
     from ppsched.experiments.policies import parse_floats, parse_policies
     from ppsched.experiments.recorded_arrivals import with_arrivals
 
@@ -111,6 +116,8 @@ def run_goodput(args: argparse.Namespace, *, model: str, workload: str | None, p
         table = goodput_table(runner, setup, spec, keys, scale_values, settings)
     png, csv = plot_goodput(table, out)
     table.to_csv(out / "goodput.csv", index=False)
+    write_experiment_config(out, setup=setup, workload=spec.to_dict(), search=settings,
+                            policies=list(keys), slo_scales=list(scale_values))
     print(format_table(table))
     print(f"runs: {runner.computed} simulated, {runner.reused} from cache, "
           f"{runner.same_as_twin} taken from the same run with DS switched")

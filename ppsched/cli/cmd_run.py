@@ -9,6 +9,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS, Slo
 from ppsched.dcp.registry import CHUNK_SPECS
 from ppsched.experiments.run_config import HARDWARE, RunConfig
+from ppsched.policy_config import load_policy_config
 from ppsched.traces import add_workload_args, workload_from_args
 
 DEFAULT_CHUNK = "static:2048"
@@ -46,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hard cap on a prefill batch (SGLang --chunked-prefill-size)")
     parser.add_argument("--profile", dest="profile_path", default=None,
                         help="ALP profile JSON from `ppsched profile fit` (predictive chunking)")
+    parser.add_argument("--policy-config", default=None, metavar="FILE",
+                        help="JSON of policy knobs over the defaults (`ppsched policy-config` "
+                             "prints them; simulator only: a live server's by `ppsched serve`)")
     parser.add_argument("--admission", default="off",
                         help="on: reject at arrival a request whose TTFT SLO cannot be met "
                              "given the predicted queue drain time (default off)")
@@ -89,13 +93,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      profile_path=args.profile_path, data_dir=args.data_dir,
                      noise=not args.no_noise, admission=args.admission,
                      context_length=args.context_length,
-                     prefix_cache=not args.disable_radix_cache)
+                     prefix_cache=not args.disable_radix_cache,
+                     policy=load_policy_config(args.policy_config))
 
 
 def run_command(args: argparse.Namespace) -> int:
     engine = args.engine.strip()
     if engine.startswith(("http://", "https://")):
-        for flag, value in (("--chunk", args.chunk), ("--ds", args.ds)):
+        for flag, value in (("--chunk", args.chunk), ("--ds", args.ds),
+                            ("--policy-config", args.policy_config)):
             if value is not None:
                 raise UserError(f"{flag} {value!r} with --engine {engine}: a live server's "
                                 "scheduling policy is chosen when it starts; use `ppsched serve "

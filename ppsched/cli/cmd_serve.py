@@ -14,6 +14,7 @@ import argparse
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from ppsched.core.errors import UserError
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS
@@ -51,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the server's --model-path")
     parser.add_argument("--hardware", default="a100-40g-pcie")
     parser.add_argument("--decision-log", default=None, help="JSONL decision log path")
+    parser.add_argument("--policy-config", default=None, metavar="FILE",
+                        help="JSON of policy knobs over the defaults (`ppsched policy-config` "
+                             "prints them); the decision log's start and enabled records say "
+                             "which ran")
     parser.add_argument("--python", default=None,
                         help="interpreter with sglang and ppsched installed (default: "
                              "$PPSCHED_SGLANG_PYTHON, else this one if it has sglang, else the "
@@ -73,6 +78,8 @@ def plugin_env(args: argparse.Namespace) -> dict[str, str]:
     optional = {"PPSCHED_PROFILE": args.profile, "PPSCHED_CANDIDATES": args.candidates,
                 "PPSCHED_BOUNDARIES": args.boundaries, "PPSCHED_MODEL": args.model,
                 "PPSCHED_DECISION_LOG": args.decision_log,
+                "PPSCHED_POLICY_CONFIG": None if args.policy_config is None
+                else str(Path(args.policy_config).expanduser().resolve()),
                 "PPSCHED_BOUNDARY_UNIT": None if args.boundary_unit is None
                 else str(args.boundary_unit)}
     env.update({k: v for k, v in optional.items() if v is not None})

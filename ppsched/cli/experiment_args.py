@@ -21,6 +21,9 @@ def add_common(p: argparse.ArgumentParser, *, model: bool = True) -> None:
     p.add_argument("--no-mixed-chunk", dest="mixed_chunk", action="store_false",
                    help="SGLang's default loop: prefill batches carry no decodes (the paper's "
                         "system mixes them, so experiments do by default)")
+    p.add_argument("--policy-config", default=None, metavar="FILE",
+                   help="JSON of policy knobs over the defaults (`ppsched policy-config` prints "
+                        "them): sections predictive, greedy, ds, admission")
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes (default: os.cpu_count())")
     p.add_argument("--cache", default="results/cache", help="run cache folder")
@@ -101,6 +104,7 @@ def make_setup(args: argparse.Namespace, model: str | None = None):
     from ppsched.core.models import load_model_config
     from ppsched.experiments.plan import Setup
     from ppsched.experiments.run_config import HARDWARE
+    from ppsched.policy_config import load_policy_config
 
     name = model or args.model
     load_model_config(name)  # fail early with the model's own message
@@ -110,7 +114,8 @@ def make_setup(args: argparse.Namespace, model: str | None = None):
         raise UserError(f"--seed {args.seed}: expected an integer >= 0")
     return Setup(model=name, hardware=args.hardware, seed=args.seed,
                  mixed_chunk=getattr(args, "mixed_chunk", True),
-                 profile_path=_profile_path(getattr(args, "profile", None)))
+                 profile_path=_profile_path(getattr(args, "profile", None)),
+                 policy=load_policy_config(getattr(args, "policy_config", None)))
 
 
 def _profile_path(given: str | None) -> str | None:

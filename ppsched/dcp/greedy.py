@@ -19,14 +19,12 @@ push either way. The leading TTFT always has a value: nobody waiting is itself a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ppsched.core.policy import ChunkDecision
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+from ppsched.dcp.knobs import GreedyConfig
 from ppsched.dcp.signals import (
-    PAPER_KV_WATERMARK,
-    PAPER_STEP,
     check_candidates,
     finite_or,
     kv_pressure,
@@ -37,7 +35,6 @@ from ppsched.dcp.signals import (
 )
 
 NAN = float("nan")
-SIGNALS = ("leading", "completed")
 
 
 def round_ms(stage_ms: Sequence[float], pp_size: int) -> list[float]:
@@ -63,33 +60,6 @@ def head_wait_ms(snap: ChunkSnapshot) -> float:
         head = snap.queue[0].arrival_s
         oldest = head if oldest is None else min(oldest, head)
     return 0.0 if oldest is None else max(0.0, 1000.0 * (snap.now_s - oldest))
-
-
-@dataclass(frozen=True, slots=True)
-class GreedyConfig:
-    """Artifact constants (PAPER.md, greedy DCP)."""
-
-    initial_tokens: int = PAPER_STEP  # start small (snapped to a candidate): light load at start
-    kv_watermark: float = PAPER_KV_WATERMARK
-    shrink_tpot: float = 1.08  # shrink if TPOT > 1.08 SLO ...
-    shrink_ttft: float = 0.10  # ... or TTFT < 0.1 SLO (light load)
-    grow_ttft: float = 0.30  # grow if TTFT > 0.3 SLO and TPOT < 0.85 SLO
-    grow_tpot: float = 0.85
-    q: float = 90.0  # percentile of the recent samples compared with the SLO
-    signals: str = "leading"  # or "completed": see the module docstring
-
-    def __post_init__(self) -> None:
-        if self.initial_tokens <= 0:
-            raise ValueError(f"greedy: initial_tokens={self.initial_tokens}: expected > 0")
-        if not 0.0 <= self.kv_watermark < 1.0:
-            raise ValueError(f"greedy: kv_watermark={self.kv_watermark}, expected in [0, 1)")
-        if not 0.0 < self.q <= 100.0:
-            raise ValueError(f"greedy: q={self.q}, expected a percentile in (0, 100]")
-        if self.signals not in SIGNALS:
-            raise ValueError(f"greedy: signals={self.signals!r}, expected one of {SIGNALS}")
-        if not (self.shrink_ttft < self.grow_ttft and self.grow_tpot < self.shrink_tpot):
-            raise ValueError("greedy: expected shrink_ttft < grow_ttft and grow_tpot < shrink_tpot"
-                             " (else shrink and grow overlap)")
 
 
 class GreedyChunk:

@@ -24,8 +24,9 @@ from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, Launch, StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import StagePredictor, chunk_prefix
+from ppsched.dcp.knobs import PredictiveConfig
 from ppsched.dcp.rounds import RoundMeter
-from ppsched.dcp.rule_base import Choice, PaperConstants, Rule
+from ppsched.dcp.rule_base import Choice, Rule
 from ppsched.dcp.rule_paper import PaperRule
 from ppsched.dcp.rule_slo import SloRule
 from ppsched.dcp.rule_steady import SteadyRule
@@ -46,7 +47,7 @@ class PredictiveChunk:
     def __init__(self, slo: Slo, pp_size: int, predictor: StagePredictor,
                  variant: Variant = Variant.OURS, name: str = "predictive",
                  candidates: tuple[int, ...] | None = None,
-                 constants: PaperConstants | None = None) -> None:
+                 config: PredictiveConfig | None = None) -> None:
         if pp_size < 1:
             raise ValueError(f"pp_size={pp_size}: expected >= 1")
         self.name = name
@@ -55,8 +56,8 @@ class PredictiveChunk:
         self.predictor = predictor
         self.variant = variant
         self.candidates = None if candidates is None else check_candidates(candidates)
-        self.constants = constants or PaperConstants()
-        self._arrivals = ArrivalWindow(self.constants.window_s)
+        self.config = config or PredictiveConfig()
+        self._arrivals = ArrivalWindow(self.config.window_s)
         self._next_iteration = 0
         self._last: ChunkDecision | None = None
         self._due: _Replan | None = None  # a re-plan held_decision found due
@@ -65,7 +66,7 @@ class PredictiveChunk:
         forgetting = getattr(predictor, "forgetting", None)
         self._residual = TileResidual() if forgetting is None else TileResidual(
             forgetting=forgetting)
-        k = self.constants
+        k = self.config
         self._rounds: RoundMeter | None = None
         if variant is Variant.PAPER:
             self._plain_rule: Rule = PaperRule(slo, pp_size, predictor, k)
@@ -128,7 +129,7 @@ class PredictiveChunk:
             due = self._take_due()
             assert due is not None  # held_decision returned None: it set the re-plan due
         _, _, arrival, candidates, floor = due
-        self._next_iteration = snap.iteration + self.constants.cadence * self.pp_size
+        self._next_iteration = snap.iteration + self.config.cadence * self.pp_size
         self._last = self._finish(self.rule.choose(snap, candidates, arrival), floor, snap)
         return self._last
 

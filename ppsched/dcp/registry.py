@@ -8,11 +8,13 @@ existing ``predictor`` (else ALP is built from ``ctx.profile_path`` or the built
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ppsched.core.errors import UserError
 from ppsched.core.policy import ChunkController
 from ppsched.core.policy_context import PolicyContext
-from ppsched.dcp.greedy import GreedyChunk, GreedyConfig
+from ppsched.dcp.greedy import GreedyChunk
+from ppsched.dcp.knobs import GreedyConfig, PredictiveConfig
 from ppsched.dcp.predictive import PredictiveChunk, StagePredictor, Variant
 from ppsched.dcp.sglang_dynamic import SglangDynamicChunk, sample_prefill_times
 from ppsched.dcp.signals import check_candidates
@@ -24,8 +26,12 @@ CHUNK_SPECS = ("static:N", "greedy", "greedy-paper", "predictive", "predictive-p
 
 def build_chunk_controller(spec: str, ctx: PolicyContext, *,
                            prefill_timer: Callable[[int], float] | None = None,
-                           predictor: StagePredictor | None = None) -> ChunkController:
-    """Every controller chooses among ``ctx.chunk_candidates`` when the user gave them."""
+                           predictor: StagePredictor | None = None,
+                           predictive: PredictiveConfig | None = None,
+                           greedy: GreedyConfig | None = None) -> ChunkController:
+    """Every controller chooses among ``ctx.chunk_candidates`` when the user gave them.
+    ``predictive`` / ``greedy``: those controllers' knobs (None: their defaults); greedy-paper
+    reads completed requests' signals whatever ``greedy.signals`` says (that is its name)."""
     cands = None if ctx.chunk_candidates is None else check_candidates(ctx.chunk_candidates)
     if spec.startswith("static:"):
         raw = spec.split(":", 1)[1]
@@ -36,9 +42,10 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
                 from None
         return StaticChunk(size, cands)
     if spec in ("greedy", "greedy-paper"):
-        signals = "completed" if spec == "greedy-paper" else "leading"
-        return GreedyChunk(ctx.slo, ctx.pp_size, GreedyConfig(signals=signals), name=spec,
-                           candidates=cands)
+        config = greedy or GreedyConfig()
+        if spec == "greedy-paper":
+            config = replace(config, signals="completed")
+        return GreedyChunk(ctx.slo, ctx.pp_size, config, name=spec, candidates=cands)
     if spec in ("predictive", "predictive-paper", "predictive-paper-alp"):
         # predictive-paper-alp: the paper's rule on the paper's ALP (no online correction of the
         # linear term, no device scale), so the paper's method can be compared as published
@@ -46,7 +53,7 @@ def build_chunk_controller(spec: str, ctx: PolicyContext, *,
         variant = Variant.OURS if spec == "predictive" else Variant.PAPER
         return PredictiveChunk(ctx.slo, ctx.pp_size,
                                predictor or default_predictor(ctx, paper_alp=paper_alp),
-                               variant, name=spec, candidates=cands)
+                               variant, name=spec, candidates=cands, config=predictive)
     if spec == "sglang-dynamic":
         if prefill_timer is None:
             raise UserError("chunk controller 'sglang-dynamic' needs the engine's stage-0 "

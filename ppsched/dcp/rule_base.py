@@ -1,4 +1,4 @@
-"""What every predictive rule returns, and the paper's artifact constants the rules share."""
+"""What every predictive rule returns, and the knobs the predictive controllers share."""
 
 from __future__ import annotations
 
@@ -8,24 +8,6 @@ from typing import Protocol
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.signals import PAPER_KV_WATERMARK
-
-
-@dataclass(frozen=True, slots=True)
-class PaperConstants:
-    """The artifact's constants (PAPER.md), used by the paper rule and our plain-loop rule."""
-
-    kv_watermark: float = PAPER_KV_WATERMARK  # free KV below 10% -> smallest safe chunk
-    tpot_margin: float = 1.05  # stage * pp <= 1.05 SLO_TPOT
-    wait_fraction: float = 0.25  # backlog counts requests that waited >= 0.25 SLO_TTFT
-    window_s: float = 10.0  # arrival-rate window
-    cadence: int = 2  # decide every cadence * pp_size iterations
-
-    def __post_init__(self) -> None:
-        if not (self.tpot_margin > 0 and 0 <= self.wait_fraction < 1 and self.window_s > 0
-                and self.cadence >= 1 and 0 <= self.kv_watermark < 1):
-            raise ValueError("predictive: expected tpot_margin > 0, 0 <= wait_fraction < 1, "
-                             "window_s > 0, cadence >= 1, 0 <= kv_watermark < 1")
 
 
 @dataclass(frozen=True, slots=True)

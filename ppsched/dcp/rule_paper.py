@@ -26,8 +26,9 @@ from ppsched.dcp.candidate_costs import (
     predict_costs,
     waiting_fcfs,
 )
+from ppsched.dcp.knobs import PredictiveConfig
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rule_base import Choice, PaperConstants
+from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.signals import kv_pressure, safe_floor
 
 INF = float("inf")
@@ -79,7 +80,7 @@ class PaperRule:
     slo: Slo
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor
-    k: PaperConstants
+    k: PredictiveConfig
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:

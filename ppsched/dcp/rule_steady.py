@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import BatchModel, StagePredictor, chunk_prefix, predict_costs
+from ppsched.dcp.knobs import PredictiveConfig
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rule_base import Choice, PaperConstants
+from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.rule_paper import backlog_demand, smallest_feasible
 
 INF = float("inf")
@@ -72,7 +73,7 @@ class SteadyRule:
     slo: Slo
     pp: int  # pipeline stages (pp_size)
     predictor: StagePredictor
-    k: PaperConstants
+    k: PredictiveConfig
 
     def choose(self, snap: ChunkSnapshot, candidates: tuple[int, ...], arrival_tok_s: float
                ) -> Choice:

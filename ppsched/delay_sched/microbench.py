@@ -11,7 +11,7 @@ import timeit
 
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
 from ppsched.delay_sched.ladder import BoundaryLadder
-from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
+from ppsched.delay_sched.trimmer import DelayTrimmer
 
 
 def _snapshot(size: int, others: int) -> DecodeSnapshot:
@@ -24,7 +24,7 @@ def _snapshot(size: int, others: int) -> DecodeSnapshot:
 
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [64, 130, 200, 400]
-    trimmer = DelayTrimmer(BoundaryLadder((128, 256, 384, 512)), DsConfig(tpot_slo_ms=200.0))
+    trimmer = DelayTrimmer(BoundaryLadder((128, 256, 384, 512)), 200.0)
     for size in sizes:
         snap = _snapshot(size, size)
         decision = trimmer.select(snap)

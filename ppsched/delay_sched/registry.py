@@ -12,8 +12,9 @@ from ppsched.delay_sched.trimmer import DelayTrimmer, DsConfig
 DS_MODES = ("on", "off")
 
 
-def build_decode_trimmer(mode: str, ctx: PolicyContext, max_consecutive_holds: int = 1
-                         ) -> DecodeTrimmer | None:
+def build_decode_trimmer(mode: str, ctx: PolicyContext, max_consecutive_holds: int = 1,
+                         config: DsConfig | None = None) -> DecodeTrimmer | None:
+    """``config``: the trimmer's knobs (None: the artifact's)."""
     if mode == "off":
         return None
     if mode != "on":
@@ -23,5 +24,4 @@ def build_decode_trimmer(mode: str, ctx: PolicyContext, max_consecutive_holds: i
         raise UserError(f"--ds-max-consecutive {max_consecutive_holds!r}: expected an int >= 0 "
                         "(consecutive decode turns a request may be held)")
     ladder = BoundaryLadder(resolve_boundaries(ctx))
-    return DelayTrimmer(ladder, DsConfig(tpot_slo_ms=ctx.slo.tpot_ms,
-                                         max_consecutive_holds=max_consecutive_holds))
+    return DelayTrimmer(ladder, ctx.slo.tpot_ms, max_consecutive_holds, config)

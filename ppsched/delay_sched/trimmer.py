@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
+from ppsched.core.errors import UserError
 from ppsched.core.policy import TrimDecision
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
 from ppsched.delay_sched.ladder import BoundaryLadder
@@ -29,25 +30,33 @@ from ppsched.delay_sched.ladder import BoundaryLadder
 
 @dataclass(frozen=True, slots=True)
 class DsConfig:
-    tpot_slo_ms: float
-    max_consecutive_holds: int = 1
-    tight_tpot_fraction: float = 0.9  # artifact: TPOT-first victim order at >= 0.9·SLO
-    skip_queued_tokens: int = 1024  # artifact: skip DS when waiting tokens exceed this ...
-    skip_kv_free_fraction: float = 0.10  # ... and KV free exceeds this
+    """The trimmer's knobs (the artifact's values, PAPER.md). The TPOT SLO and the starvation
+    bound K are the run's settings (``--slo-*``, ``--ds-max-consecutive``): ``DelayTrimmer``
+    takes them beside this."""
+
+    tight_tpot_fraction: float = 0.9  # TPOT-first victim order at P90 TPOT >= this * SLO_TPOT
+    skip_queued_tokens: int = 1024  # skip DS while more prompt tokens than this wait ...
+    skip_kv_free_fraction: float = 0.10  # ... and more KV than this fraction is free
     tpot_percentile: float = 90.0  # goodput judges P90 TPOT, so slack is read at P90
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.tpot_slo_ms) and self.tpot_slo_ms > 0):
-            raise ValueError(f"tpot_slo_ms={self.tpot_slo_ms}: expected a finite number > 0")
-        if self.max_consecutive_holds < 0:
-            raise ValueError(f"max_consecutive_holds={self.max_consecutive_holds}: expected >= 0")
-        if not (0.0 < self.tight_tpot_fraction):
-            raise ValueError(f"tight_tpot_fraction={self.tight_tpot_fraction}: expected > 0")
-        if self.skip_queued_tokens < 0 or not (0.0 <= self.skip_kv_free_fraction <= 1.0):
-            raise ValueError(f"skip_queued_tokens={self.skip_queued_tokens}, skip_kv_free_fraction="
-                             f"{self.skip_kv_free_fraction}: expected >= 0 and in [0, 1]")
-        if not (0.0 <= self.tpot_percentile <= 100.0):
-            raise ValueError(f"tpot_percentile={self.tpot_percentile}: expected in [0, 100]")
+        checks = (("tight_tpot_fraction", _finite(self.tight_tpot_fraction)
+                   and self.tight_tpot_fraction > 0, "a finite number > 0"),
+                  ("skip_queued_tokens", isinstance(self.skip_queued_tokens, int)
+                   and not isinstance(self.skip_queued_tokens, bool)
+                   and self.skip_queued_tokens >= 0, "an integer >= 0"),
+                  ("skip_kv_free_fraction", _finite(self.skip_kv_free_fraction)
+                   and 0.0 <= self.skip_kv_free_fraction <= 1.0, "a number in [0, 1]"),
+                  ("tpot_percentile", _finite(self.tpot_percentile)
+                   and 0.0 <= self.tpot_percentile <= 100.0, "a number in [0, 100]"))
+        for name, ok, expected in checks:
+            if not ok:
+                raise UserError(f"ds {name}={getattr(self, name)!r}: expected {expected}")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def _percentile(values: tuple[float, ...], q: float) -> float:
@@ -77,15 +86,24 @@ def _all_ids(snap: DecodeSnapshot) -> tuple[int, ...]:
 class DelayTrimmer:
     """The DS ``DecodeTrimmer``: ``select(snap)`` partitions the slot's running ∪ held."""
 
-    def __init__(self, ladder: BoundaryLadder, config: DsConfig) -> None:
+    def __init__(self, ladder: BoundaryLadder, tpot_slo_ms: float,
+                 max_consecutive_holds: int = 1, config: DsConfig | None = None) -> None:
+        if not (_finite(tpot_slo_ms) and tpot_slo_ms > 0):
+            raise ValueError(f"tpot_slo_ms={tpot_slo_ms}: expected a finite number > 0")
+        if isinstance(max_consecutive_holds, bool) or not isinstance(max_consecutive_holds, int) \
+                or max_consecutive_holds < 0:
+            raise ValueError(f"max_consecutive_holds={max_consecutive_holds!r}: expected an int "
+                             ">= 0")
         self.ladder = ladder
-        self.config = config
-        self.name = f"ds(K={config.max_consecutive_holds})"
+        self.tpot_slo_ms = float(tpot_slo_ms)
+        self.max_consecutive_holds = max_consecutive_holds
+        self.config = config or DsConfig()
+        self.name = f"ds(K={max_consecutive_holds})"
 
     def holdable(self, req: DecodingRequest) -> bool:
         """The starvation bound: under K consecutive holds and TPOT so far within the SLO."""
-        return (req.held_streak < self.config.max_consecutive_holds
-                and req.tpot_so_far_ms() <= self.config.tpot_slo_ms)
+        return (req.held_streak < self.max_consecutive_holds
+                and req.tpot_so_far_ms() <= self.tpot_slo_ms)
 
     def target_size(self, snap: DecodeSnapshot) -> tuple[int, str, float]:
         """(target run size, rule, pipeline mean) for this slot before the starvation bound."""
@@ -137,7 +155,7 @@ class DelayTrimmer:
         if settled is not None:
             return TrimDecision(_all_ids(snap), (), settled, inputs)
         tpot = _percentile(snap.recent_tpot_ms, cfg.tpot_percentile)
-        tight = tpot >= cfg.tight_tpot_fraction * cfg.tpot_slo_ms  # NaN (no data) → loose
+        tight = tpot >= cfg.tight_tpot_fraction * self.tpot_slo_ms  # NaN (no data) → loose
         want = min(n - target, n - 1)  # never hold a whole slot
         members = _members(snap)
         order: Iterable[DecodingRequest] = members if tight else reversed(members)

@@ -1,4 +1,5 @@
-"""Run outputs on disk: summary.json, requests.csv, iterations.csv, decisions.jsonl."""
+"""Run outputs on disk: summary.json, requests.csv, iterations.csv, decisions.jsonl; an
+experiment's config.json."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,17 @@ from ppsched.metrics.jsonable import jsonable
 def _write_json(path: Path, payload: dict) -> None:
     text = json.dumps(jsonable(payload), indent=2, sort_keys=False, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
+
+
+def write_experiment_config(out_dir: str | os.PathLike[str], **parts: object) -> Path:
+    """config.json beside an experiment's table: what made it (setup with every policy knob,
+    workload, search settings, ...), each part a dataclass or plain value."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "config.json"
+    _write_json(path, {name: asdict(part) if is_dataclass(part) and not isinstance(part, type)
+                       else part for name, part in parts.items()})
+    return path
 
 
 def write_run_outputs(out_dir: str | os.PathLike[str], records: Sequence[RequestRecord],

@@ -7,12 +7,13 @@ from typing import Any
 
 from ppsched.core.slo import Slo
 from ppsched.experiments.policies import Policy
+from ppsched.policy_config import PolicyConfig
 
 
 @dataclass(frozen=True, slots=True)
 class Setup:
     """What every run of an experiment shares: model, hardware, seed, base SLO (scaled per
-    SLO scale), DS's hold limit, mixed batches and ALP's offline profile."""
+    SLO scale), DS's hold limit, mixed batches, ALP's offline profile and the policies' knobs."""
 
     model: str = "qwen2.5-32b"
     hardware: str = "a100-40g-pcie"
@@ -25,6 +26,7 @@ class Setup:
     # ALP's offline profile JSON (`ppsched profile fit|scale`) for the policies that read one;
     # None: the built-in profile of the model
     profile_path: str | None = None
+    policy: PolicyConfig = field(default_factory=PolicyConfig)  # every policy's knobs
 
 
 def make_config(policy: Policy, setup: Setup, slo: Slo | None = None) -> Any:
@@ -36,7 +38,7 @@ def make_config(policy: Policy, setup: Setup, slo: Slo | None = None) -> Any:
     kwargs: dict[str, Any] = {"model": setup.model, "hardware": setup.hardware,
                               "parallel": policy.parallel, "chunk": policy.chunk,
                               "ds": policy.ds, "slo": chosen, "seed": setup.seed,
-                              "mixed_chunk": setup.mixed_chunk}
+                              "mixed_chunk": setup.mixed_chunk, "policy": setup.policy}
     if setup.profile_path is not None and policy.uses_profile:
         kwargs["profile_path"] = setup.profile_path
     if setup.ds_max_consecutive is not None:

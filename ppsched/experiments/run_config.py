@@ -10,6 +10,7 @@ from ppsched.core.errors import UserError
 from ppsched.core.models import ModelConfig, load_model_config
 from ppsched.core.policy_context import PolicyContext
 from ppsched.core.slo import Slo
+from ppsched.policy_config import PolicyConfig
 from ppsched.sim.hardware import known_hardware
 
 HARDWARE = known_hardware()
@@ -30,7 +31,8 @@ class RunConfig:
     """One simulated run: model (built-in name or HF config.json), hardware, ``parallel``
     (ppN or tpN), chunk controller spec, delay scheduling on/off, SLO, seed and the engine's
     SGLang-like settings (KV memory fraction, running-request caps, mixed chunks, context
-    length, prefix cache, admission control). Every field is checked when built."""
+    length, prefix cache, admission control) and the policies' knobs (``PolicyConfig``). Every
+    field is checked when built."""
 
     model: str = "qwen2.5-32b"
     hardware: str = "a100-40g-pcie"
@@ -51,6 +53,7 @@ class RunConfig:
     admission: str = "off"  # on: reject at arrival what cannot meet its TTFT SLO
     context_length: int | None = None  # SGLang --context-length; None: the model's own
     prefix_cache: bool = True  # radix cache for traces with prefix ids (SGLang: on by default)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)  # the knobs (--policy-config)
 
     def __post_init__(self) -> None:
         parse_parallel(self.parallel)
@@ -63,6 +66,8 @@ class RunConfig:
         if not isinstance(self.ds_max_consecutive, int) or self.ds_max_consecutive < 0:
             raise UserError(f"--ds-max-consecutive {self.ds_max_consecutive!r}: expected an "
                             "integer >= 0 (consecutive decode turns a request may be held)")
+        if not isinstance(self.policy, PolicyConfig):
+            raise UserError(f"policy {self.policy!r}: expected a PolicyConfig")
         if not isinstance(self.slo, Slo):
             raise UserError(f"slo {self.slo!r}: expected an Slo")
         if not isinstance(self.seed, int) or self.seed < 0:

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from ppsched.core.errors import UserError
 from ppsched.core.slo import PAPER_TPOT_MS, PAPER_TTFT_MS, Slo
+from ppsched.policy_config import PolicyConfig, load_policy_config
 
 PREFIX = "PPSCHED_"
 # Keys of the JSON file named by PPSCHED_CONFIG are these names, lower case, without the prefix.
 KEYS = ("CHUNK", "DS", "DS_MAX_CONSECUTIVE", "SLO_TTFT_MS", "SLO_TPOT_MS", "PROFILE",
         "DECISION_LOG", "CANDIDATES", "BOUNDARY_UNIT", "BOUNDARIES", "MODEL", "HARDWARE",
-        "QUEUE_VIEW")
+        "QUEUE_VIEW", "POLICY_CONFIG")
 # Setting any of these turns the plugin on; the rest only tune it.
 ENABLING = ("CHUNK", "DS")
 
@@ -39,6 +40,7 @@ class PluginConfig:
     model: str | None = None  # model name or HF config path; None: the server's --model-path
     hardware: str = "a100-40g-pcie"
     queue_view: int = 64  # FCFS-oldest queued requests shown to the controller
+    policy: PolicyConfig = PolicyConfig()  # the policies' knobs (file: PPSCHED_POLICY_CONFIG)
 
     def __post_init__(self) -> None:
         if self.chunk is None and self.ds == "off":
@@ -61,7 +63,8 @@ class PluginConfig:
                 "slo_ttft_ms": self.slo.ttft_ms, "slo_tpot_ms": self.slo.tpot_ms,
                 "profile": self.profile, "decision_log": self.decision_log,
                 "candidates": self.candidates, "boundaries": self.boundaries,
-                "model": self.model, "hardware": self.hardware, "queue_view": self.queue_view}
+                "model": self.model, "hardware": self.hardware, "queue_view": self.queue_view,
+                "policy": self.policy.to_dict()}
 
 
 def _raw_settings(environ: Mapping[str, str]) -> dict[str, str]:
@@ -163,7 +166,8 @@ def config_from_env(environ: Mapping[str, str] | None = None,
                 _ms("SLO_TPOT_MS", raw.get("SLO_TPOT_MS", str(PAPER_TPOT_MS)))),
         profile=profile, decision_log=log, candidates=candidates, boundaries=boundaries,
         model=raw.get("MODEL"), hardware=hardware,
-        queue_view=_int("QUEUE_VIEW", raw.get("QUEUE_VIEW", "64"), 1))
+        queue_view=_int("QUEUE_VIEW", raw.get("QUEUE_VIEW", "64"), 1),
+        policy=load_policy_config(raw.get("POLICY_CONFIG"), "PPSCHED_POLICY_CONFIG"))
 
 
 def check_log_path(path: str) -> None:

@@ -186,7 +186,7 @@ def _poll_agreement(st: PluginState) -> bool:
         return False
     if verdict:
         st.log.metrics.set_enabled(True)
-        st.log.write("enabled", iteration=st.iteration)
+        st.log.write("enabled", iteration=st.iteration, config=st.cfg.to_dict())
         logger.info("ppsched: plugin ON (every rank agreed) on PP rank %d", st.rank)
     else:
         st.active = False

@@ -76,11 +76,13 @@ def build_policies(cfg: PluginConfig, ctx: PolicyContext, slots: int | None = No
         else:
             from ppsched.dcp.registry import build_chunk_controller, default_predictor
             predictor = default_predictor(ctx) if cfg.chunk.startswith("predictive") else None
-            chunk = build_chunk_controller(cfg.chunk, chunk_ctx, predictor=predictor)
+            chunk = build_chunk_controller(cfg.chunk, chunk_ctx, predictor=predictor,
+                                           predictive=cfg.policy.predictive,
+                                           greedy=cfg.policy.greedy)
     trimmer: DecodeTrimmer | None = None
     if cfg.ds.startswith("py:"):
         trimmer = load_factory(cfg.ds, "PPSCHED_DS")(ctx, cfg.ds_max_consecutive)
     elif cfg.ds != "off":
         from ppsched.delay_sched.registry import build_decode_trimmer
-        trimmer = build_decode_trimmer(cfg.ds, ctx, cfg.ds_max_consecutive)
+        trimmer = build_decode_trimmer(cfg.ds, ctx, cfg.ds_max_consecutive, cfg.policy.ds)
     return chunk, trimmer

@@ -18,6 +18,7 @@ from ppsched.core.slo import Slo
 from ppsched.dcp.registry import build_chunk_controller
 from ppsched.delay_sched.registry import build_decode_trimmer
 from ppsched.metrics.early_stop import LateCount, StopRule
+from ppsched.policy_config import PolicyConfig
 from ppsched.sim.engine.feed import PolicyFeed
 from ppsched.sim.engine.gc_pause import collector_paused
 from ppsched.sim.engine.loop import Engine
@@ -52,6 +53,7 @@ class SimConfig(Protocol):
     noise: bool
     admission: str
     prefix_cache: bool
+    policy: PolicyConfig
 
     @property
     def pp_size(self) -> int: ...
@@ -115,8 +117,10 @@ def build_engine(config: SimConfig, requests: Sequence[RequestSpec], *,
         shape = BatchShape(prefill=((0, tokens),))
         return cost.tp_step_ms(shape) if tp else cost.stage_ms(0, shape)
 
-    controller = build_chunk_controller(config.chunk, ctx, prefill_timer=prefill_timer)
-    trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive)
+    knobs = config.policy
+    controller = build_chunk_controller(config.chunk, ctx, prefill_timer=prefill_timer,
+                                        predictive=knobs.predictive, greedy=knobs.greedy)
+    trimmer = build_decode_trimmer(config.ds, ctx, config.ds_max_consecutive, knobs.ds)
     gate = _admission_gate(config, 1 if tp else config.pp_size)
     capacity = int(cost.kv_capacity_tokens)
     if capacity <= 0:
@@ -197,7 +201,7 @@ def engine_result(built: BuiltEngine, config: SimConfig, requests: Sequence[Requ
 
 
 def _admission_gate(config: SimConfig, slots: int) -> AdmissionGate | None:
-    controller = build_admission(config.admission)
+    controller = build_admission(config.admission, config.policy.admission)
     if controller is None:
         return None
     # The prefill budget of one microbatch: the static chunk, else the engine's cap.
