@@ -46,6 +46,8 @@ _EXPORTS = {
     "Window": "ppsched.metrics.steady",
     "PolicyContext": "ppsched.core.policy_context",
     "AdmissionConfig": "ppsched.admission",
+    "PolicyConfig": "ppsched.policy_config",
+    "load_policy_config": "ppsched.policy_config",
     "SimResult": "ppsched.sim.engine.result",
     "ChunkController": "ppsched.core.policy",
     "DecodeTrimmer": "ppsched.core.policy",

@@ -23,6 +23,7 @@ from ppsched.experiments.policies import parse_policies
 from ppsched.experiments.run_config import RunConfig
 from ppsched.experiments.runner import Runner
 from ppsched.experiments.workload_spec import WorkloadSpec
+from ppsched.policy_config import PolicyConfig
 from ppsched.sim.engine.result import SimResult
 from ppsched.sim.engine.simulate import simulate as _simulate
 from ppsched.traces import Workload
@@ -99,22 +100,28 @@ def _workload_spec(workload: str | WorkloadSpec, seed: int) -> WorkloadSpec:
 
 
 def chunk_controller(spec: str, context: PolicyContext, *,
-                     prefill_timer: Callable[[int], float] | None = None) -> ChunkController:
+                     prefill_timer: Callable[[int], float] | None = None,
+                     policy: PolicyConfig | None = None) -> ChunkController:
     """The chunk controller ``spec`` names: ``static:N``, ``greedy``, ``predictive``,
     ``predictive-paper``, ``greedy-paper``, ``predictive-paper-alp`` or ``sglang-dynamic``
     (which needs ``prefill_timer``: ms of one prefix-free prefill of L tokens on stage 0).
     ``context``: pipeline size, SLO, model, hardware, candidates (``RunConfig.policy_context()``
-    builds one). An engine calls ``decide(ChunkSnapshot)`` before each prefill batch and
-    ``observe(StageMeasurement)`` after each stage iteration."""
-    return build_chunk_controller(spec, context, prefill_timer=prefill_timer)
+    builds one). ``policy``: the knobs (``PolicyConfig``; its predictive and greedy sections
+    count here; None: the defaults). An engine calls ``decide(ChunkSnapshot)`` before each
+    prefill batch and ``observe(StageMeasurement)`` after each stage iteration."""
+    knobs = policy or PolicyConfig()
+    return build_chunk_controller(spec, context, prefill_timer=prefill_timer,
+                                  predictive=knobs.predictive, greedy=knobs.greedy)
 
 
-def decode_trimmer(mode: str, context: PolicyContext, max_consecutive_holds: int = 1
-                   ) -> DecodeTrimmer | None:
+def decode_trimmer(mode: str, context: PolicyContext, max_consecutive_holds: int = 1,
+                   policy: PolicyConfig | None = None) -> DecodeTrimmer | None:
     """Delay scheduling: ``on`` builds the trimmer (decode microbatches cut to efficient batch
     sizes, a request held at most ``max_consecutive_holds`` turns in a row); ``off`` gives None
-    (every decode request runs). An engine calls ``select(DecodeSnapshot)`` per decode batch."""
-    return build_decode_trimmer(mode, context, max_consecutive_holds)
+    (every decode request runs). ``policy``: the knobs (its ds section counts here). An engine
+    calls ``select(DecodeSnapshot)`` per decode batch."""
+    return build_decode_trimmer(mode, context, max_consecutive_holds,
+                                (policy or PolicyConfig()).ds)
 
 
 def admission_controller(mode: str, config: AdmissionConfig | None = None

@@ -163,3 +163,15 @@ def test_serve_passes_the_file_to_every_scheduler_as_an_absolute_path(custom_fil
     env = plugin_env(args)
     assert env["PPSCHED_POLICY_CONFIG"] == str(custom_file.resolve())
     assert config_from_env(env).policy == load_policy_config(str(custom_file))
+
+
+def test_the_public_factories_take_the_config():
+    import ppsched
+
+    ctx = PolicyContext(pp_size=4, slo=Slo(2000.0, 200.0),
+                        model=load_model_config("qwen2.5-14b"), max_chunk_tokens=2048)
+    knobs = ppsched.PolicyConfig(greedy=GreedyConfig(initial_tokens=512),
+                                 ds=DsConfig(tight_tpot_fraction=0.5))
+    assert ppsched.chunk_controller("greedy", ctx, policy=knobs).cfg == knobs.greedy
+    assert ppsched.chunk_controller("predictive", ctx).config == PredictiveConfig()
+    assert ppsched.decode_trimmer("on", ctx, 2, knobs).config == knobs.ds
