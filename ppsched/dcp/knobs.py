@@ -4,10 +4,10 @@ controller family's own files stay free of them (``experiments.cache``)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ppsched.core.errors import UserError
+from ppsched.core.knob_checks import check_knobs, finite_number, whole_number
 from ppsched.dcp.signals import PAPER_KV_WATERMARK, PAPER_STEP
 
 SIGNALS = ("leading", "completed")
@@ -27,28 +27,21 @@ class PredictiveConfig:
     wait_fraction: float = 0.25  # the backlog counts requests that waited >= this * SLO_TTFT
 
     def __post_init__(self) -> None:
-        checks = (("cadence", isinstance(self.cadence, int) and not isinstance(self.cadence, bool)
-                   and self.cadence >= 1, "an integer >= 1"),
-                  ("window_s", _positive(self.window_s), "a finite number > 0"),
-                  ("kv_watermark", _fraction(self.kv_watermark), "a number in [0, 1)"),
-                  ("tpot_margin", _positive(self.tpot_margin), "a finite number > 0"),
-                  ("wait_fraction", _fraction(self.wait_fraction), "a number in [0, 1)"))
-        for name, ok, expected in checks:
-            if not ok:
-                raise UserError(f"predictive {name}={getattr(self, name)!r}: expected {expected}")
+        positive, fraction = _positive, _fraction
+        check_knobs("predictive", self, (
+            ("cadence", whole_number(self.cadence) and self.cadence >= 1, "an integer >= 1"),
+            ("window_s", positive(self.window_s), "a finite number > 0"),
+            ("kv_watermark", fraction(self.kv_watermark), "a number in [0, 1)"),
+            ("tpot_margin", positive(self.tpot_margin), "a finite number > 0"),
+            ("wait_fraction", fraction(self.wait_fraction), "a number in [0, 1)")))
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
+def _positive(value: float) -> bool:
+    return finite_number(value) and value > 0
 
 
-def _positive(value: object) -> bool:
-    return _number(value) and value > 0  # type: ignore[operator]
-
-
-def _fraction(value: object) -> bool:
-    return _number(value) and 0 <= value < 1  # type: ignore[operator]
+def _fraction(value: float) -> bool:
+    return finite_number(value) and 0 <= value < 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +59,12 @@ class GreedyConfig:
     signals: str = "leading"  # or "completed" (greedy-paper): dcp/greedy.py says what each reads
 
     def __post_init__(self) -> None:
-        if self.initial_tokens <= 0:
-            raise UserError(f"greedy initial_tokens={self.initial_tokens!r}: expected an "
-                            "integer > 0")
-        if not 0.0 <= self.kv_watermark < 1.0:
-            raise UserError(f"greedy kv_watermark={self.kv_watermark!r}: expected a number in "
-                            "[0, 1)")
-        if not 0.0 < self.q <= 100.0:
-            raise UserError(f"greedy q={self.q!r}: expected a percentile in (0, 100]")
-        if self.signals not in SIGNALS:
-            raise UserError(f"greedy signals={self.signals!r}: expected one of "
-                            f"{', '.join(SIGNALS)}")
+        check_knobs("greedy", self, (
+            ("initial_tokens", whole_number(self.initial_tokens) and self.initial_tokens > 0,
+             "an integer > 0"),
+            ("kv_watermark", _fraction(self.kv_watermark), "a number in [0, 1)"),
+            ("q", finite_number(self.q) and 0.0 < self.q <= 100.0, "a percentile in (0, 100]"),
+            ("signals", self.signals in SIGNALS, f"one of {', '.join(SIGNALS)}")))
         if not (self.shrink_ttft < self.grow_ttft and self.grow_tpot < self.shrink_tpot):
             raise UserError(f"greedy shrink_ttft={self.shrink_ttft!r}, grow_ttft="
                             f"{self.grow_ttft!r}, grow_tpot={self.grow_tpot!r}, shrink_tpot="

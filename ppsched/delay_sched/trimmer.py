@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from ppsched.core.errors import UserError
+from ppsched.core.knob_checks import check_knobs, finite_number, whole_number
 from ppsched.core.policy import TrimDecision
 from ppsched.core.snapshots import DecodeSnapshot, DecodingRequest
 from ppsched.delay_sched.ladder import BoundaryLadder
@@ -40,23 +40,15 @@ class DsConfig:
     tpot_percentile: float = 90.0  # goodput judges P90 TPOT, so slack is read at P90
 
     def __post_init__(self) -> None:
-        checks = (("tight_tpot_fraction", _finite(self.tight_tpot_fraction)
-                   and self.tight_tpot_fraction > 0, "a finite number > 0"),
-                  ("skip_queued_tokens", isinstance(self.skip_queued_tokens, int)
-                   and not isinstance(self.skip_queued_tokens, bool)
-                   and self.skip_queued_tokens >= 0, "an integer >= 0"),
-                  ("skip_kv_free_fraction", _finite(self.skip_kv_free_fraction)
-                   and 0.0 <= self.skip_kv_free_fraction <= 1.0, "a number in [0, 1]"),
-                  ("tpot_percentile", _finite(self.tpot_percentile)
-                   and 0.0 <= self.tpot_percentile <= 100.0, "a number in [0, 100]"))
-        for name, ok, expected in checks:
-            if not ok:
-                raise UserError(f"ds {name}={getattr(self, name)!r}: expected {expected}")
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
+        check_knobs("ds", self, (
+            ("tight_tpot_fraction", finite_number(self.tight_tpot_fraction)
+             and self.tight_tpot_fraction > 0, "a finite number > 0"),
+            ("skip_queued_tokens", whole_number(self.skip_queued_tokens)
+             and self.skip_queued_tokens >= 0, "an integer >= 0"),
+            ("skip_kv_free_fraction", finite_number(self.skip_kv_free_fraction)
+             and 0.0 <= self.skip_kv_free_fraction <= 1.0, "a number in [0, 1]"),
+            ("tpot_percentile", finite_number(self.tpot_percentile)
+             and 0.0 <= self.tpot_percentile <= 100.0, "a number in [0, 100]")))
 
 
 def _percentile(values: tuple[float, ...], q: float) -> float:
@@ -88,7 +80,7 @@ class DelayTrimmer:
 
     def __init__(self, ladder: BoundaryLadder, tpot_slo_ms: float,
                  max_consecutive_holds: int = 1, config: DsConfig | None = None) -> None:
-        if not (_finite(tpot_slo_ms) and tpot_slo_ms > 0):
+        if not (finite_number(tpot_slo_ms) and tpot_slo_ms > 0):
             raise ValueError(f"tpot_slo_ms={tpot_slo_ms}: expected a finite number > 0")
         if isinstance(max_consecutive_holds, bool) or not isinstance(max_consecutive_holds, int) \
                 or max_consecutive_holds < 0:
