@@ -27,14 +27,14 @@ ADDED = ("regime", "ttft_slack", "tpot_slack")  # the typed record's fields, not
 # predictive-paper, 200 requests, seed 3. A change to a rule's decisions changes them
 # (``python tests/test_dcp_regime.py`` prints them for the code on the path).
 DIGESTS = [
-    ("azure-conv", 5.0, 1.0, "off", "mixed", "cc34de90f89bbb64"),
-    ("azure-conv", 6.0, 0.6, "on", "mixed", "783f6332de5f0b4c"),
+    ("azure-conv", 5.0, 1.0, "off", "mixed", "7e7ea81c5b774602"),
+    ("azure-conv", 6.0, 0.6, "on", "mixed", "57c20b5cc20c1b8f"),
     ("sharegpt", 3.0, 0.4, "off", "mixed", "073d809e595787f2"),
-    ("azure-code", 4.0, 1.0, "on", "mixed", "bd016cbd7dda25f9"),
+    ("azure-code", 4.0, 1.0, "on", "mixed", "62aa03dfe590364f"),
     ("mooncake-synthetic", 1.0, 1.0, "off", "mixed", "46ca13020be430d8"),
     ("azure-conv", 5.0, 1.0, "on", "plain", "f923af7a21cd2538"),
     ("synthetic-decode", 6.0, 1.0, "on", "mixed", "588c636569ecb540"),
-    ("synthetic-prefill", 3.0, 0.6, "on", "mixed", "2f23618e18a1c0aa"),
+    ("synthetic-prefill", 3.0, 0.6, "on", "mixed", "efd422f6d3eab39d"),
     ("sharegpt", 2.0, 1.0, "off", "paper", "e40f70cccb822953"),
 ]
 

@@ -209,32 +209,36 @@ def test_ttfts_margin_goes_to_tpot_while_tpot_is_measured_the_closer():
                                  ttft=(500.0,) * 10, tpot=(190.0,) * 10, stage_ms=(40.0,) * 10,
                                  kv_free=90_000))
     # TPOT 0.95 of its SLO, TTFT 0.25, and 1920 (48.4 ms) would take it past 200 ms (recent
-    # stages of 40 ms): the least round that keeps the TTFT terms, 128 (24
-    # pieces + 3 crossings of 12.56 ms = 339 ms < 2000)
-    assert chunk() == (128, "slo:eased")
-    # keeping up with 12 tok/ms: more than 128's supply (10.2), less than 256's (16.9)
-    assert chunk(12_000.0) == (256, "slo:eased")
-    # 300 ms left before the TTFT SLO: 128 brings it late (339 ms), 256 in time (15 x 15.12)
-    assert chunk(queue=[waiting(0, 98.3, 3000)]) == (256, "slo:eased")
+    # stages of 40 ms): the most supply among the sizes it fits at, 190 x s / 40 <= 200 ->
+    # s <= 42.1 ms -> 1536 (40.72 ms), a step down rather than to the least round
+    assert chunk() == (1536, "slo:eased")
     # TTFT the closer (1,900 of 2,000 ms), or either P90 unknown: the most supply
     for ttft, tpot in (((1900.0,) * 10, (190.0,) * 10), ((), (190.0,) * 10), ((500.0,), ())):
         assert chunk(ttft=ttft, tpot=tpot) == (1920, "slo:within-budget")
+    # recent stages of 10 ms: no size fits (190 x 12.56 / 10 > 200), so the least round that
+    # keeps the TTFT terms, 128 (24 pieces + 3 crossings of 12.56 ms = 339 ms < 2000) ...
+    assert chunk(stage_ms=(10.0,) * 10) == (128, "slo:eased")
+    # ... keeping up with 12 tok/ms: more than 128's supply (10.2), less than 256's (16.9)
+    assert chunk(12_000.0, stage_ms=(10.0,) * 10) == (256, "slo:eased")
+    # ... and 300 ms left before the TTFT SLO: 128 brings it late (339 ms), 256 in time
+    assert chunk(queue=[waiting(0, 98.3, 3000)], stage_ms=(10.0,) * 10) == (256, "slo:eased")
 
 
 def test_the_margin_moves_only_when_the_measured_tpot_says_the_budget_would_overrun():
     """TPOT the closer SLO (100 of 200 ms against TTFT's 500 of 2,000) is not enough: the
     recent P90 TPOT, scaled from the recent mean stage to the most-supply size's, must pass the
     budget (14B mooncake-synthetic at SLO 0.6: eased to 128-256 at a burst's start with P90 TPOT
-    at 63% of its limit)."""
+    at 63% of its limit), and then the pick steps down only as far as the scaled TPOT fits."""
     chunk = chooser(snap_kw=dict(queue=[waiting(0, 100.0, 3000)], decodes=ELSEWHERE,
                                  ttft=(500.0,) * 10, tpot=(100.0,) * 10, kv_free=90_000))
     # recent stages at 1920's own 48.4 ms: 100 ms scales to 100, within 200
     assert chunk(stage_ms=(48.4,) * 10) == (1920, "slo:within-budget")
-    # recent stages of 20 ms: 1920 would take P90 TPOT to 100 x 48.4 / 20 = 242 ms
-    assert chunk(stage_ms=(20.0,) * 10) == (128, "slo:eased")
-    # either side of the line: 100 x 48.4 / 24.3 = 199.2 stands, / 24.1 = 200.8 moves
+    # recent stages of 20 ms: 1920 would take P90 TPOT to 100 x 48.4 / 20 = 242 ms; it fits at
+    # s <= 40 ms: 1408 (38.16 ms)
+    assert chunk(stage_ms=(20.0,) * 10) == (1408, "slo:eased")
+    # either side of the line: 100 x 48.4 / 24.3 = 199.2 stands, / 24.1 = 200.8 steps to 1792
     assert chunk(stage_ms=(24.3,) * 10)[0] == 1920
-    assert chunk(stage_ms=(24.1,) * 10)[0] == 128
+    assert chunk(stage_ms=(24.1,) * 10)[0] == 1792
 
 
 def test_kv_round_ms():

@@ -29,9 +29,9 @@ CASES = {
     "greedy-over": (dict(chunk="greedy", mixed_chunk=True),
                     dict(name="azure-conv", rate=8.0, duration_s=60.0), "a4f21504352d8892", ()),
     "predictive": (dict(chunk="predictive", mixed_chunk=True),
-                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "d5233bbac3cbf4c6", ()),
+                   dict(name="azure-conv", rate=6.0, duration_s=60.0), "d622c4d793816f78", ()),
     "predictive-ds": (dict(chunk="predictive", ds="on", mixed_chunk=True),
-                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "1eb9ed9eb0096562",
+                      dict(name="synthetic-decode", rate=4.0, duration_s=60.0), "2e9f866c5fe86893",
                       ("ds_holds",)),
     "predictive-paper": (dict(chunk="predictive-paper", mixed_chunk=True),
                          dict(name="sharegpt", rate=2.0, duration_s=60.0), "394a4fffc85d2e32", ()),
@@ -45,7 +45,7 @@ CASES = {
                     ("retractions",)),
     "prefix-cache": (dict(chunk="predictive", mixed_chunk=True),
                      dict(name="mooncake-synthetic", rate=1.0, duration_s=60.0,
-                          max_context=8192), "56e3ec4983d2cc3f", ("prefix_hits",)),
+                          max_context=8192), "1894ea55fc5a5284", ("prefix_hits",)),
 }
 
 

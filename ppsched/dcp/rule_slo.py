@@ -15,9 +15,9 @@ Objective: among the sizes within the KV ceiling, lexicographically
   3. bring the most queued requests to their first token within SLO_TTFT;
   4. the least round past the TPOT budget, min(SLO_TPOT, KV ceiling) while any slot decodes
      (a round costs TPOT only to the requests decoding in it; none while none does);
-  5. the most prompt tokens brought to their first token within SLO_TTFT (the drain inverted:
-     supply, less the pipeline crossing). While the recent P90 TPOT is the SLO measured closer
-     to its bound and, scaled to that size's stage, over the budget: the least round instead.
+  5. the most prompt tokens brought to their first token within SLO_TTFT (the drain inverted);
+     while the recent P90 TPOT, nearer its SLO than TTFT, scaled to the pick's stage is over the
+     budget: the most among the sizes it fits at scaled to theirs, else the least round.
 So TTFT outranks SLO_TPOT but not the KV cache (a stalled admission misses TTFT too), and the
 slack left goes to the SLO the engine measures nearer its bound. No constant is tuned: the SLO,
 ALP, the KV counters and the measured stages, rounds and P90s are the only inputs. A decision
@@ -66,17 +66,14 @@ class Measured:
     p90_prompt: float | None  # tokens of the recent P90 prompt (None: too few seen)
     deadlines: list[tuple[float, int]]  # ``queue_deadlines``
     mean_stage_ms: float | None
-    recent_ttft_ms: tuple[float, ...]
-    recent_tpot_ms: tuple[float, ...]
+    # the recent P90 TPOT when TPOT is the SLO measured closer to its bound (else None)
+    closer_tpot_ms: float | None
 
-    def tpot_over(self, slo: Slo, scale: float, budget: float) -> bool:
+    def tpot_over(self, scale: float, budget: float) -> bool:
         """Whether the recent P90 TPOT, scaled by ``scale``, is over ``budget`` while TPOT is the
-        SLO measured closer to its bound (the TPOT percentile first: it alone mostly decides)."""
-        tpot = percentile(self.recent_tpot_ms, SLO_PERCENTILE)
-        if tpot is None or tpot * scale <= budget:
-            return False
-        ttft = percentile(self.recent_ttft_ms, SLO_PERCENTILE)
-        return ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
+        SLO measured closer to its bound."""
+        tpot = self.closer_tpot_ms
+        return tpot is not None and tpot * scale > budget
 
 
 def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measured:
@@ -85,11 +82,13 @@ def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measure
     mean_stage = sum(stages) / len(stages) if stages else None
     round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
     gap = 0.0 if round_ms is None or mean_stage is None else max(0.0, round_ms / pp - mean_stage)
+    tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
+    ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
+    closer = tpot is not None and ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
     return Measured(arrival_tok_s / 1000.0, snap.max_slot_decode_reqs > 0,
                     kv_round_ms(snap, pp, round_ms), gap,
                     rule.prompts.percentile(SLO_PERCENTILE),
-                    queue_deadlines(snap, slo.ttft_ms), mean_stage, snap.recent_ttft_ms,
-                    snap.recent_tpot_ms)
+                    queue_deadlines(snap, slo.ttft_ms), mean_stage, tpot if closer else None)
 
 
 @dataclass(frozen=True)
@@ -156,8 +155,12 @@ class SloRule:
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
         mean = seen.mean_stage_ms
         if regime is Regime.WITHIN_BUDGET and mean is not None and \
-                seen.tpot_over(slo, (stage[idx] + gap) / (mean + gap), budget):
-            eased = {i: (over[i], -rounds[i]) for i in tied}
+                seen.tpot_over((stage[idx] + gap) / (mean + gap), budget):
+            # a step down to the sizes the TPOT fits at, not a jump to the least round (which
+            # the next re-plan, with TPOT back in budget, undoes: the engine alternates)
+            fits = {i: not seen.tpot_over((stage[i] + gap) / (mean + gap), budget) for i in tied}
+            eased = {i: (over[i], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
+                     for i in tied}
             idx, count = most_in_time(sorted(tied, key=eased.__getitem__, reverse=True),
                                       deadlines, prefill, stage, gap, pp)
             regime = Regime.EASED
