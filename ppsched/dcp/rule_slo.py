@@ -66,14 +66,14 @@ class Measured:
     p90_prompt: float | None  # tokens of the recent P90 prompt (None: too few seen)
     deadlines: list[tuple[float, int]]  # ``queue_deadlines``
     mean_stage_ms: float | None
-    # the recent P90 TPOT when TPOT is the SLO measured closer to its bound (else None)
-    closer_tpot_ms: float | None
+    p90_tpot_ms: float | None
+    recent_ttft_ms: tuple[float, ...]
 
-    def tpot_over(self, scale: float, budget: float) -> bool:
-        """Whether the recent P90 TPOT, scaled by ``scale``, is over ``budget`` while TPOT is the
-        SLO measured closer to its bound."""
-        tpot = self.closer_tpot_ms
-        return tpot is not None and tpot * scale > budget
+    def tpot_closer(self, slo: Slo) -> bool:
+        """Whether TPOT is the SLO measured closer to its bound (read only once the scaled TPOT
+        is over budget: it sorts the TTFT window)."""
+        tpot, ttft = self.p90_tpot_ms, percentile(self.recent_ttft_ms, SLO_PERCENTILE)
+        return tpot is not None and ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
 
 
 def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measured:
@@ -82,13 +82,11 @@ def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measure
     mean_stage = sum(stages) / len(stages) if stages else None
     round_ms = None if rule.rounds is None else rule.rounds.mean_round_ms
     gap = 0.0 if round_ms is None or mean_stage is None else max(0.0, round_ms / pp - mean_stage)
-    tpot = percentile(snap.recent_tpot_ms, SLO_PERCENTILE)
-    ttft = percentile(snap.recent_ttft_ms, SLO_PERCENTILE)
-    closer = tpot is not None and ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
     return Measured(arrival_tok_s / 1000.0, snap.max_slot_decode_reqs > 0,
                     kv_round_ms(snap, pp, round_ms), gap,
                     rule.prompts.percentile(SLO_PERCENTILE),
-                    queue_deadlines(snap, slo.ttft_ms), mean_stage, tpot if closer else None)
+                    queue_deadlines(snap, slo.ttft_ms), mean_stage,
+                    percentile(snap.recent_tpot_ms, SLO_PERCENTILE), snap.recent_ttft_ms)
 
 
 @dataclass(frozen=True)
@@ -153,12 +151,12 @@ class SloRule:
         idx, count = most_in_time(sorted(tied, key=keys.__getitem__, reverse=True), deadlines,
                                   prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
-        mean = seen.mean_stage_ms
-        if regime is Regime.WITHIN_BUDGET and mean is not None and \
-                seen.tpot_over((stage[idx] + gap) / (mean + gap), budget):
+        mean, tpot = seen.mean_stage_ms, seen.p90_tpot_ms
+        if regime is Regime.WITHIN_BUDGET and mean is not None and tpot is not None and \
+                tpot * ((stage[idx] + gap) / (mean + gap)) > budget and seen.tpot_closer(slo):
             # a step down to the sizes the TPOT fits at, not a jump to the least round (which
             # the next re-plan, with TPOT back in budget, undoes: the engine alternates)
-            fits = {i: not seen.tpot_over((stage[i] + gap) / (mean + gap), budget) for i in tied}
+            fits = {i: tpot * ((stage[i] + gap) / (mean + gap)) <= budget for i in tied}
             eased = {i: (over[i], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
                      for i in tied}
             idx, count = most_in_time(sorted(tied, key=eased.__getitem__, reverse=True),
