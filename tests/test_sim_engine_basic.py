@@ -187,7 +187,7 @@ class HoldNewest:
 @pytest.mark.pure
 def test_trimmer_holds_keep_kv_resume_and_are_logged(monkeypatch):
     monkeypatch.setattr("ppsched.sim.engine.simulate.build_decode_trimmer",
-                        lambda mode, ctx, k: HoldNewest())
+                        lambda mode, ctx, k, config: HoldNewest())
     rows = [(0.0, 20, 30) for _ in range(12)]
     res = run(rows, ds="off")
     trims = [d for d in res.decisions if d["type"] == "trim"]
