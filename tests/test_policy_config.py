@@ -175,3 +175,17 @@ def test_the_public_factories_take_the_config():
     assert ppsched.chunk_controller("greedy", ctx, policy=knobs).cfg == knobs.greedy
     assert ppsched.chunk_controller("predictive", ctx).config == PredictiveConfig()
     assert ppsched.decode_trimmer("on", ctx, 2, knobs).config == knobs.ds
+
+
+def test_overload_runs_with_the_config_and_records_it(custom_file, tmp_path, capsys):
+    from ppsched.experiments.plan import Setup, make_config
+    from ppsched.experiments.policies import get_policy
+
+    knobs = load_policy_config(str(custom_file))
+    assert make_config(get_policy("predictive"), Setup(policy=knobs)).policy == knobs
+    assert main(["overload", "--policies", "tp4", "--admission", "on", "--minutes", "0.05",
+                 "--memory", "heap", "--policy-config", str(custom_file),
+                 "--out", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["overload"]["policy"] == knobs.to_dict()
+    assert written["admission"] == ["on"] and written["policies"] == ["tp4"]

@@ -30,6 +30,7 @@ import numpy as np
 from ppsched.core.errors import UserError
 from ppsched.core.requests import RequestRecord
 from ppsched.experiments.policies import get_policy, parse_policies
+from ppsched.policy_config import PolicyConfig, load_policy_config
 
 OVERLOAD_POLICIES = ("static-2048", "greedy", "predictive", "sglang-dynamic", "predictive-ds",
                      "tp4")
@@ -56,6 +57,7 @@ class OverloadSpec:
     sample_s: float = 10.0
     model: str = "qwen2.5-32b"
     hardware: str = "a100-40g-pcie"
+    policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)  # --policy-config
 
     def __post_init__(self) -> None:
         for name in ("base_rate", "factor", "minutes", "sample_s"):
@@ -126,7 +128,7 @@ def _simulate_row(spec: OverloadSpec, policy_key: str, admission: str, workload)
     from ppsched.sim import simulate
 
     config = make_config(get_policy(policy_key), Setup(model=spec.model, hardware=spec.hardware,
-                                                       seed=spec.seed))
+                                                       seed=spec.seed, policy=spec.policy))
     config = dataclasses.replace(config, admission=admission)
     wall0 = time.perf_counter()
     result = simulate(config, workload)
@@ -215,7 +217,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hardware", default="a100-40g-pcie")
     parser.add_argument("--memory", default="rss",
                         help="rss (each run in a forked process; default) or heap (tracemalloc)")
-    parser.add_argument("--out", default=None, help="also write overload.csv here")
+    parser.add_argument("--policy-config", default=None, metavar="FILE",
+                        help="JSON of policy knobs over the defaults (admission's among them; "
+                             "`ppsched policy-config` prints them)")
+    parser.add_argument("--out", default=None, help="also write overload.csv and config.json here")
     parser.set_defaults(handler=overload_command)
 
 
@@ -229,7 +234,8 @@ def overload_command(args: argparse.Namespace) -> int:
                         factor=args.factor if args.factor is not None else preset["factor"],
                         minutes=args.minutes if args.minutes is not None else preset["minutes"],
                         seed=args.seed, sample_s=args.sample_s, model=args.model,
-                        hardware=args.hardware)
+                        hardware=args.hardware,
+                        policy=load_policy_config(args.policy_config))
     policies = parse_policies(args.policies)
     admissions = _choices(args.admission, ("off", "on"), "--admission")
     from ppsched.experiments.run_config import RunConfig
@@ -252,5 +258,9 @@ def overload_command(args: argparse.Namespace) -> int:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)
-        print(f"outputs    {out / 'overload.csv'}")
+        from ppsched.experiments.outputs import write_experiment_config
+
+        write_experiment_config(out, overload=spec, policies=list(policies),
+                                admission=list(admissions))
+        print(f"outputs    {out / 'overload.csv'}, {out / 'config.json'}")
     return 0
