@@ -62,7 +62,7 @@ def _section(kind: type, name: str, given: object, source: str) -> Any:
         if key not in knobs:
             raise UserError(f"{source}: unknown knob {name}.{key}; expected one of "
                             f"{', '.join(knobs)}")
-        values[key] = _typed(value, kind(), key, f"{source}: {name}.{key}",
+        values[key] = _typed(value, knobs[key].default, f"{source}: {name}.{key}",
                              "None" in str(knobs[key].type))
     try:
         return kind(**values)
@@ -70,11 +70,10 @@ def _section(kind: type, name: str, given: object, source: str) -> Any:
         raise UserError(f"{source}: {exc}") from None
 
 
-def _typed(value: object, defaults: Any, key: str, where: str, optional: bool) -> object:
+def _typed(value: object, default: object, where: str, optional: bool) -> object:
     """``value`` if it has the type of the knob's default (an int is a float), else an error."""
     if value is None and optional:
         return None
-    default = getattr(defaults, key)
     if isinstance(default, bool):
         ok, expected = isinstance(value, bool), "true or false"
     elif isinstance(default, int):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ppsched.core.errors import UserError
+
 
 def finite_number(value: object) -> bool:
     """An int or float (not a bool) that is finite."""
@@ -20,8 +22,6 @@ def whole_number(value: object) -> bool:
 
 def check_knobs(section: str, knobs: object, checks: Iterable[tuple[str, bool, str]]) -> None:
     """``checks``: (knob, passed, what was expected); the first that failed is raised."""
-    from ppsched.core.errors import UserError
-
     for name, ok, expected in checks:
         if not ok:
             raise UserError(f"{section} {name}={getattr(knobs, name)!r}: expected {expected}")

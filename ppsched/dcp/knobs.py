@@ -27,13 +27,12 @@ class PredictiveConfig:
     wait_fraction: float = 0.25  # the backlog counts requests that waited >= this * SLO_TTFT
 
     def __post_init__(self) -> None:
-        positive, fraction = _positive, _fraction
         check_knobs("predictive", self, (
             ("cadence", whole_number(self.cadence) and self.cadence >= 1, "an integer >= 1"),
-            ("window_s", positive(self.window_s), "a finite number > 0"),
-            ("kv_watermark", fraction(self.kv_watermark), "a number in [0, 1)"),
-            ("tpot_margin", positive(self.tpot_margin), "a finite number > 0"),
-            ("wait_fraction", fraction(self.wait_fraction), "a number in [0, 1)")))
+            ("window_s", _positive(self.window_s), "a finite number > 0"),
+            ("kv_watermark", _fraction(self.kv_watermark), "a number in [0, 1)"),
+            ("tpot_margin", _positive(self.tpot_margin), "a finite number > 0"),
+            ("wait_fraction", _fraction(self.wait_fraction), "a number in [0, 1)")))
 
 
 def _positive(value: float) -> bool:

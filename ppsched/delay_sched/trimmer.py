@@ -82,8 +82,7 @@ class DelayTrimmer:
                  max_consecutive_holds: int = 1, config: DsConfig | None = None) -> None:
         if not (finite_number(tpot_slo_ms) and tpot_slo_ms > 0):
             raise ValueError(f"tpot_slo_ms={tpot_slo_ms}: expected a finite number > 0")
-        if isinstance(max_consecutive_holds, bool) or not isinstance(max_consecutive_holds, int) \
-                or max_consecutive_holds < 0:
+        if not (whole_number(max_consecutive_holds) and max_consecutive_holds >= 0):
             raise ValueError(f"max_consecutive_holds={max_consecutive_holds!r}: expected an int "
                              ">= 0")
         self.ladder = ladder
