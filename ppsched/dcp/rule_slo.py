@@ -155,7 +155,7 @@ class SloRule:
         if regime is Regime.WITHIN_BUDGET and mean is not None and tpot is not None and \
                 tpot * ((stage[idx] + gap) / (mean + gap)) > budget and seen.tpot_closer(slo):
             # a step down to the sizes the TPOT fits at, not a jump to the least round (which
-            # the next re-plan, with TPOT back in budget, undoes: the engine alternates)
+            # over-corrects: TPOT left with margin, TTFT paying for it)
             fits = {i: tpot * ((stage[i] + gap) / (mean + gap)) <= budget for i in tied}
             eased = {i: (over[i], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
                      for i in tied}
