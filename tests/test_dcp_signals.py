@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppsched.dcp.signals import ArrivalWindow, candidate_grid, percentile, safe_floor, snap_to_grid
+from ppsched.dcp.signals import (
+    ArrivalWindow,
+    candidate_grid,
+    percentile,
+    percentile_below,
+    safe_floor,
+    snap_to_grid,
+)
 
 
 def test_candidate_grid():
@@ -24,6 +31,29 @@ def test_percentile_empty_and_nan():
     assert percentile((), 90) is None
     assert percentile((float("nan"),), 90) is None
     assert percentile((float("nan"), 5.0), 90) == 5.0
+
+
+# few distinct values: ties, and limits that fall on a sample or between two neighbours
+_samples = st.lists(st.one_of(st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, float("nan")]),
+                              st.floats(0, 1e4)), max_size=70)
+
+
+@given(_samples, st.sampled_from([0.0, 10.0, 50.0, 90.0, 99.0, 100.0]),
+       st.one_of(st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0]), st.floats(0, 1e4)),
+       st.sampled_from([1.0, 3.0, 2000.0]))
+def test_percentile_below_is_the_percentile_compared(xs, q, limit, scale):
+    # the same answer, bit for bit, as comparing the sorted percentile (the SLO rule's TPOT
+    # gate reads it at every re-plan; a count replaces the sort)
+    value = percentile(xs, q)
+    assert percentile_below(xs, q, limit, scale) == (value is not None and value / scale < limit)
+
+
+def test_percentile_below_reads_the_interpolation():
+    xs = (1.0, 2.0, 3.0, 4.0, 5.0)  # P90 = 4.6: between the 4th and 5th samples
+    assert percentile_below(xs, 90, 4.61) and not percentile_below(xs, 90, 4.6)
+    assert percentile_below(xs, 90, 9.3, scale=2.0) and not percentile_below(xs, 90, 2.3, 2.0)
+    assert not percentile_below((), 90, 1e9)
+    assert not percentile_below((float("nan"),), 90, 1e9)
 
 
 def test_safe_floor_and_snap():

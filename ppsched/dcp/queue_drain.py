@@ -9,7 +9,7 @@ carries), and the last one pp - 1 more stages to cross the pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import waiting_fcfs
@@ -42,14 +42,17 @@ def queue_deadlines(snap: ChunkSnapshot, ttft_ms: float) -> list[tuple[float, in
     return out
 
 
-def most_in_time(order: list[int], deadlines: list[tuple[float, int]], prefill: Sequence[int],
+def most_in_time(sizes: list[int], key: Callable[[int], tuple[float, ...]],
+                 deadlines: list[tuple[float, int]], prefill: Sequence[int],
                  stage_ms: Sequence[float], gap_ms: float, pp: int) -> tuple[int, int]:
-    """(the size, how many of ``deadlines`` it brings in time) of the sizes in ``order`` that
-    brings the most queued requests to their first token in time; ties: the first in
-    ``order``, so a size bringing every one in time ends the search. ``first_token_ms``
+    """(the size, how many of ``deadlines`` it brings in time) of ``sizes`` that brings the most
+    queued requests to their first token in time; ties: the greatest ``key``, so a size
+    bringing every one in time ends the search (with no deadline, the first). ``first_token_ms``
     inlined: it runs per size and request at every re-plan."""
-    best, most = order[0], -1
-    for i in order:
+    if not deadlines:
+        return max(sizes, key=key), 0
+    best, most = sizes[0], -1
+    for i in sorted(sizes, key=key, reverse=True):
         p, piece, crossing = prefill[i], stage_ms[i] + gap_ms, (pp - 1) * stage_ms[i]
         count = 0
         for left, cum in deadlines:

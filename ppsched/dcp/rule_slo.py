@@ -50,7 +50,7 @@ from ppsched.dcp.queue_drain import (
 from ppsched.dcp.regime import Regime
 from ppsched.dcp.rounds import RoundMeter, kv_round_ms
 from ppsched.dcp.rule_base import Choice
-from ppsched.dcp.signals import percentile
+from ppsched.dcp.signals import percentile, percentile_below
 
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
 
@@ -71,9 +71,9 @@ class Measured:
 
     def tpot_closer(self, slo: Slo) -> bool:
         """Whether TPOT is the SLO measured closer to its bound (read only once the scaled TPOT
-        is over budget: it sorts the TTFT window)."""
-        tpot, ttft = self.p90_tpot_ms, percentile(self.recent_ttft_ms, SLO_PERCENTILE)
-        return tpot is not None and ttft is not None and tpot / slo.tpot_ms > ttft / slo.ttft_ms
+        is over budget: it reads the whole TTFT window)."""
+        return self.p90_tpot_ms is not None and percentile_below(
+            self.recent_ttft_ms, SLO_PERCENTILE, self.p90_tpot_ms / slo.tpot_ms, slo.ttft_ms)
 
 
 def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measured:
@@ -148,8 +148,7 @@ class SloRule:
         over = {i: -max(0.0, rounds[i] - budget) for i in tied}
         keys = {i: (over[i], tokens_within_ms(ttft_ms, prefill[i], stage[i], gap, pp), -rounds[i])
                 for i in tied}
-        idx, count = most_in_time(sorted(tied, key=keys.__getitem__, reverse=True), deadlines,
-                                  prefill, stage, gap, pp)
+        idx, count = most_in_time(tied, keys.__getitem__, deadlines, prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
         mean, tpot = seen.mean_stage_ms, seen.p90_tpot_ms
         if regime is Regime.WITHIN_BUDGET and mean is not None and tpot is not None and \
@@ -159,8 +158,8 @@ class SloRule:
             fits = {i: tpot * ((stage[i] + gap) / (mean + gap)) <= budget for i in tied}
             eased = {i: (over[i], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
                      for i in tied}
-            idx, count = most_in_time(sorted(tied, key=eased.__getitem__, reverse=True),
-                                      deadlines, prefill, stage, gap, pp)
+            idx, count = most_in_time(tied, eased.__getitem__, deadlines, prefill, stage, gap,
+                                      pp)
             regime = Regime.EASED
         return self._priced(idx, regime, costs, (*inputs, ("in_time", float(count))), seen)
 

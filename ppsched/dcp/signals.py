@@ -56,9 +56,35 @@ def percentile(samples: Sequence[float], q: float) -> float | None:
 
     Plain Python: the sample windows are short, and numpy's call overhead would dominate.
     """
-    finite = [x for x in samples if x == x]  # drop NaN (1-token requests have no TPOT)
-    finite.sort()
-    return sorted_percentile(finite, q)
+    total = sum(samples, 0.0)  # NaN only when a sample is (1-token requests have no TPOT)
+    return sorted_percentile(sorted(samples) if total == total else
+                             sorted([x for x in samples if x == x]), q)
+
+
+def percentile_below(samples: Sequence[float], q: float, limit: float, scale: float = 1.0
+                     ) -> bool:
+    """Whether ``percentile(samples, q) / scale < limit`` (False when empty), without the sort
+    where one count settles it: the percentile lies between two neighbouring samples, so it is
+    at or above the limit when fewer samples than the lower one's rank lie below, and it is the
+    two's interpolation when the limit falls between them."""
+    n = below = 0
+    top_below, least_above = -math.inf, math.inf
+    for x in samples:
+        if x == x:  # NaN: no sample
+            n += 1
+            if x / scale < limit:
+                below += 1
+                top_below = max(top_below, x)
+            else:
+                least_above = min(least_above, x)
+    pos = (n - 1) * q / 100.0
+    lo = int(pos)
+    if below <= lo:  # none, or the lower one above the limit
+        return False
+    if below == lo + 1 < n:
+        return (top_below + (least_above - top_below) * (pos - lo)) / scale < limit
+    value = percentile(samples, q)
+    return value is not None and value / scale < limit
 
 
 def sorted_percentile(ordered: Sequence[float], q: float) -> float | None:
