@@ -37,9 +37,10 @@ PURE_ENV = "PPSCHED_PURE"
 # SGLang plugin's modules; tools.
 MODULES = (
     "ppsched.core.batch", "ppsched.core.cuda_graphs", "ppsched.core.policy_context",
+    "ppsched.core.rounds",
     "ppsched.dcp.calibrate", "ppsched.dcp.candidate_costs", "ppsched.dcp.greedy",
     "ppsched.dcp.predictive", "ppsched.dcp.prompt_window", "ppsched.dcp.queue_drain",
-    "ppsched.dcp.registry", "ppsched.dcp.rounds", "ppsched.dcp.rule_base",
+    "ppsched.dcp.registry", "ppsched.dcp.rule_base",
     "ppsched.dcp.rule_paper", "ppsched.dcp.rule_slo", "ppsched.dcp.rule_steady",
     "ppsched.dcp.signals", "ppsched.dcp.static",
     "ppsched.predictor.alp", "ppsched.predictor.alp_kernel", "ppsched.predictor.device_fit",

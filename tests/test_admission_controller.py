@@ -18,10 +18,10 @@ from ppsched.admission import (
     DrainRateEstimator,
     build_admission,
 )
-from ppsched.admission.cadence import DecodeCadence
 from ppsched.admission.guard import SampleGuard, percentile
 from ppsched.core.batch import BatchShape
 from ppsched.core.errors import UserError
+from ppsched.core.rounds import DecodeCadence
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
 

@@ -8,8 +8,9 @@ from test_dcp_support import make_snap, waiting
 from ppsched.core.errors import UserError
 from ppsched.core.models import BUILTIN_MODELS
 from ppsched.core.policy_context import PolicyContext
+from ppsched.core.rounds import round_bounds
 from ppsched.core.slo import Slo
-from ppsched.dcp.greedy import GreedyChunk, head_wait_ms, round_ms
+from ppsched.dcp.greedy import GreedyChunk, head_wait_ms
 from ppsched.dcp.knobs import GreedyConfig
 from ppsched.dcp.registry import build_chunk_controller
 
@@ -121,13 +122,13 @@ def test_config_names_the_bad_knob():
         GreedyConfig(grow_ttft=0.05)
 
 
-def test_round_ms_is_the_pipeline_bound_of_disjoint_rounds():
-    assert round_ms([10.0, 10.0, 10.0], 4) == []  # not one full round yet
+def test_round_bounds_are_the_pipeline_bound_of_disjoint_rounds():
+    assert round_bounds([10.0, 10.0, 10.0], 4) == []  # not one full round yet
     # balanced round: 4 x 20 = sum = 80; one 2048-token chunk dominates: 4 x 120 > 180
-    assert round_ms([20.0] * 4, 4) == pytest.approx([80.0])
-    assert round_ms([120.0, 20.0, 20.0, 20.0], 4) == pytest.approx([480.0])
+    assert round_bounds([20.0] * 4, 4) == pytest.approx([80.0])
+    assert round_bounds([120.0, 20.0, 20.0, 20.0], 4) == pytest.approx([480.0])
     # newest round first; a leftover partial round at the old end is dropped
-    assert round_ms([999.0, 20.0, 20.0, 20.0, 20.0, 120.0, 20.0, 20.0, 20.0], 4) \
+    assert round_bounds([999.0, 20.0, 20.0, 20.0, 20.0, 120.0, 20.0, 20.0, 20.0], 4) \
         == pytest.approx([480.0, 80.0])
 
 

@@ -9,13 +9,13 @@ import pytest
 from test_dcp_support import LinearFake, make_snap, waiting
 
 from ppsched.core.batch import BatchShape
+from ppsched.core.rounds import kv_round_ms
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.predictive import PredictiveChunk
 from ppsched.dcp.queue_drain import first_token_ms, most_in_time, queue_deadlines
-from ppsched.dcp.rounds import kv_round_ms
 from ppsched.dcp.rule_slo import SloRule
 
 SLO = Slo(2000.0, 200.0)
@@ -138,13 +138,16 @@ def test_the_drain_model():
     assert first_token_ms(256, 256, 20.0, 5.0, 4) == 25.0 + 60.0  # no gap on the crossing
     deadlines = [(300.0, 1000), (100.0, 1200), (400.0, 3072)]
     prefill, stage = (256, 256, 512), (20.0, 20.0, 30.0)
+    key = {0: (1.0,), 1: (0.0,), 2: (2.0,)}.__getitem__  # the objective's order of the sizes
     # size 0 brings two in time (160, 160 > 100, 300); with a 10 ms gap one (180, 210, 420)
-    assert most_in_time([0], deadlines, prefill, stage, 0.0, 4) == (0, 2)
-    assert most_in_time([0], deadlines, prefill, stage, 10.0, 4) == (0, 1)
-    # 512 (30 ms) brings two as well (150, 180 > 100, 270): a tie goes to the first in order
-    assert most_in_time([0, 2], deadlines, prefill, stage, 0.0, 4) == (0, 2)
-    assert most_in_time([2, 0], deadlines, prefill, stage, 0.0, 4) == (2, 2)
-    assert most_in_time([1, 0], [], prefill, stage, 0.0, 4) == (1, 0)
+    assert most_in_time([0], key, deadlines, prefill, stage, 0.0, 4) == (0, 2)
+    assert most_in_time([0], key, deadlines, prefill, stage, 10.0, 4) == (0, 1)
+    # 512 (30 ms) brings two as well (150, 180 > 100, 270): a tie goes to the greater key
+    assert most_in_time([0, 2], key, deadlines, prefill, stage, 0.0, 4) == (2, 2)
+    assert most_in_time([0, 2], lambda i: -key(i)[0], deadlines, prefill, stage, 0.0, 4) == (0, 2)
+    # no deadline left to count: the greatest key, the first of equal ones
+    assert most_in_time([1, 0], key, [], prefill, stage, 0.0, 4) == (0, 0)
+    assert most_in_time([1, 0], lambda i: (0.0,), [], prefill, stage, 0.0, 4) == (1, 0)
 
 
 def test_ttft_outranks_slo_tpot_but_not_the_kv_cache():

@@ -11,10 +11,10 @@ admitted.
 TPOT guards (on by default): an SGLang-style engine gives prefill priority, so every admitted
 prompt also pauses the decodes of the slot it lands in. Admitting more while decodes are already
 late only makes more requests miss, so two guards reject until TPOT recovers: the decode cadence
-(``cadence.py``: the current inter-token gap from recent microbatches, no lag) above headroom x
-the TPOT SLO, and the recent P90 TPOT of finished requests (``guard.py``: lags by a request
-lifetime, catches what the average cadence hides) above the SLO. On 10x overload of azure-conv
-the cadence guard raised the admitted requests' attainment from about 0.65 to 0.85
+(``core.rounds.DecodeCadence``: the current inter-token gap from recent microbatches, no lag)
+above headroom x the TPOT SLO, and the recent P90 TPOT of finished requests (``guard.py``: lags
+by a request lifetime, catches what the average cadence hides) above the SLO. On 10x overload
+of azure-conv the cadence guard raised the admitted requests' attainment from about 0.65 to 0.85
 (bench/reliability.md).
 """
 
@@ -24,11 +24,11 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ppsched.admission.cadence import DecodeCadence
 from ppsched.admission.drain import DrainRateEstimator
 from ppsched.admission.guard import SampleGuard
 from ppsched.admission.snapshot import AdmissionDecision, AdmissionSnapshot
 from ppsched.core.errors import UserError
+from ppsched.core.rounds import DecodeCadence
 from ppsched.core.snapshots import StageMeasurement
 
 ADMISSION_MODES = ("on", "off")

@@ -8,9 +8,10 @@ Two signal sets, same rules and artifact constants (PAPER.md):
   first token. On the simulator the chunk swings 128 <-> 2048 with a period of about 40 s because
   the feedback arrives ~15 s after the cause (bench/dcp.md, "Greedy").
 - ``leading`` (``greedy``, the default): the paper's stated delay is one pipeline depth, so it
-  decides from what the current pipeline shows: TPOT = the P90 token interval of the recent rounds
-  (from stage-0 latencies), TTFT = max(P90 of the samples, wait so far of the oldest request still
-  waiting for its first token) -- a growing queue shows up before anyone in it is served.
+  decides from what the current pipeline shows: TPOT = the P90 of the recent rounds' bounds from
+  stage-0 latencies (``core.rounds.round_bounds``), TTFT = max(P90 of the samples, wait so far of
+  the oldest request still waiting for its first token) -- a growing queue shows up before anyone
+  in it is served.
 
 No samples yet (fewer than ``pp_size`` stage samples for the leading TPOT): that side gives no
 push either way. The leading TTFT always has a value: nobody waiting is itself a light-load sign.
@@ -18,9 +19,8 @@ push either way. The leading TTFT always has a value: nobody waiting is itself a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ppsched.core.policy import ChunkDecision
+from ppsched.core.rounds import round_bounds
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
 from ppsched.dcp.knobs import GreedyConfig
@@ -35,22 +35,6 @@ from ppsched.dcp.signals import (
 )
 
 NAN = float("nan")
-
-
-def round_ms(stage_ms: Sequence[float], pp_size: int) -> list[float]:
-    """Token intervals of the recent pipeline rounds (newest first), from stage-0 latencies.
-
-    A round of ``pp_size`` microbatches lasts at least the sum of their stage times (stage 0 runs
-    them one after another) and at least ``pp_size`` times the slowest one (it must cross every
-    stage before its next token). On a greedy replay this bound tracks the measured per-slot round
-    with correlation 0.95 (the plain sum: 0.88). Disjoint windows; a partial one is dropped.
-    """
-    n = len(stage_ms)
-    out = []
-    for end in range(n, pp_size - 1, -pp_size):
-        w = stage_ms[end - pp_size:end]
-        out.append(max(sum(w), pp_size * max(w)))
-    return out
 
 
 def head_wait_ms(snap: ChunkSnapshot) -> float:
@@ -111,7 +95,7 @@ class GreedyChunk:
             wait = head_wait_ms(snap)
             ttft = wait if ttft is None or wait > ttft else ttft
             # the same percentile as the samples': TPOT's SLO is a P90 over requests
-            tpot = percentile(round_ms(snap.recent_stage_ms, self.pp_size), cfg.q)
+            tpot = percentile(round_bounds(snap.recent_stage_ms, self.pp_size), cfg.q)
         else:
             tpot = percentile(snap.recent_tpot_ms, cfg.q)
         ttft_v = finite_or(ttft, NAN)

@@ -20,12 +20,12 @@ from dataclasses import replace
 from enum import Enum
 
 from ppsched.core.policy import ChunkDecision
+from ppsched.core.rounds import RoundMeter
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot, Launch, StageMeasurement
 from ppsched.dcp.calibrate import TileResidual
 from ppsched.dcp.candidate_costs import StagePredictor, chunk_prefix
 from ppsched.dcp.knobs import PredictiveConfig
-from ppsched.dcp.rounds import RoundMeter
 from ppsched.dcp.rule_base import Choice, Rule
 from ppsched.dcp.rule_paper import PaperRule
 from ppsched.dcp.rule_slo import SloRule

@@ -5,7 +5,7 @@ Model, per candidate budget c: its microbatch carries the asking slot's d decode
 prefill tokens in a stage of s(c) ms (ALP shifted by its tile's measured residual; the untried
 size right above the choice at its lower bound, ``calibrate.explore_above``); a decode advances
 once per round, so the size's TPOT is its round pp * s(c). One FCFS drain (``queue_drain``)
-says when a prompt reaches its first token. KV ceiling: R * K / U (``rounds.kv_round_ms``:
+says when a prompt reaches its first token. KV ceiling: R * K / U (``core.rounds``:
 decoding requests hold KV in proportion to their TPOT, and past it the cache fills and
 admission stalls), raised to SLO_TPOT where no size within it keeps up with the arrivals.
 Objective: among the sizes within the KV ceiling, lexicographically
@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ppsched.core.rounds import RoundMeter, kv_round_ms
 from ppsched.core.slo import Slo
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.calibrate import TileResidual, explore_above
@@ -48,7 +49,6 @@ from ppsched.dcp.queue_drain import (
     tokens_within_ms,
 )
 from ppsched.dcp.regime import Regime
-from ppsched.dcp.rounds import RoundMeter, kv_round_ms
 from ppsched.dcp.rule_base import Choice
 from ppsched.dcp.signals import percentile, percentile_below
 

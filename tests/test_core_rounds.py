@@ -9,8 +9,8 @@ import pytest
 from test_dcp_rule_slo import ELSEWHERE, mixed_ctl
 from test_dcp_support import make_snap, waiting
 
+from ppsched.core.rounds import RoundMeter, kv_round_ms
 from ppsched.core.snapshots import Launch
-from ppsched.dcp.rounds import RoundMeter, kv_round_ms
 
 
 def launches(meter: RoundMeter, start: float, gap_s: float, n: int, *, decodes: int = 3,
