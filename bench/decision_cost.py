@@ -4,9 +4,9 @@ Usage: .venv/bin/python bench/decision_cost.py --other TREE [--runs 21] [--pin C
        .venv/bin/python bench/decision_cost.py --table CSV
 TREE: a checkout of the commit to compare with, its native modules built there (``make
 native``). Each run is one ``bench/bench_dcp.py --calls 5000`` per tree, the two in turn, so
-the shared host's load falls on both alike. ``--pin`` writes every run's figures (CSV);
-``--table`` prints bench/dcp.md's table from them: medians over the runs, and the quartiles of
-the full decisions (the host is noisy; a single run says little).
+the shared host's load falls on both alike. ``--pin`` writes the medians over the runs and the
+quartiles of the full decisions (CSV; the host is noisy, a single run says little); ``--table``
+prints bench/dcp.md's table from it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-FIELDS = ("tree", "run", "controller", "us_per_call", "us_per_decision")
+FIELDS = ("controller", "us_per_call", "us_per_decision", "us_per_decision_q1",
+          "us_per_decision_q3", "other_us_per_decision", "other_us_per_decision_q1",
+          "other_us_per_decision_q3", "runs")
 LABELS = {
     "predictive": "`predictive` (plain loop, SteadyRule)",
     "predictive@mixed": "`predictive@mixed` (SloRule)",
@@ -41,37 +43,47 @@ def bench(tree: Path, calls: int) -> list[tuple[str, float, float]]:
 
 
 def measure(other: Path, runs: int, calls: int, pin: Path | None) -> int:
-    rows = []
+    raw: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for run in range(runs):
         for tag, tree in (("this", HERE), ("other", other)):
-            rows += [(tag, run, *r) for r in bench(tree, calls)]
+            for name, per_call, per_decision in bench(tree, calls):
+                raw.setdefault((tag, name), []).append((per_call, per_decision))
         print(f"run {run + 1}/{runs}", file=sys.stderr, flush=True)
+    rows = [summary(name, raw[("this", name)], raw.get(("other", name), []))
+            for tag, name in raw if tag == "this"]
     if pin is not None:
         with pin.open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(FIELDS)
+            w = csv.DictWriter(f, FIELDS)
+            w.writeheader()
             w.writerows(rows)
     table(rows)
     return 0
 
 
-def table(rows: list[tuple]) -> None:
-    by: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for tag, _, name, per_call, per_decision in rows:
-        by.setdefault((tag, name), []).append((float(per_call), float(per_decision)))
+def summary(name: str, this: list[tuple[float, float]], other: list[tuple[float, float]]
+            ) -> dict:
+    """Medians over the runs, and the quartiles of the full decisions."""
+    row: dict = {"controller": name, "runs": len(this),
+                 "us_per_call": round(statistics.median(c for c, _ in this), 2)}
+    for prefix, runs in (("", this), ("other_", other)):
+        full = [d for _, d in runs]
+        q1, _, q3 = statistics.quantiles(full, n=4) if len(full) > 1 else (full * 3)[:3]
+        row |= {f"{prefix}us_per_decision": round(statistics.median(full), 2),
+                f"{prefix}us_per_decision_q1": round(q1, 1),
+                f"{prefix}us_per_decision_q3": round(q3, 1)}
+    return row
+
+
+def table(rows: list[dict]) -> None:
     print("| controller | per call | per full decision (quartiles) | the other tree: per full "
           "decision (quartiles) |")
     print("|---|---|---|---|")
-    for name in dict.fromkeys(n for t, n in by if t == "this"):
-        cells = []
-        for tag in ("this", "other"):
-            runs = by.get((tag, name), [])
-            full = [d for _, d in runs]
-            q1, _, q3 = statistics.quantiles(full, n=4) if len(full) > 1 else (full * 3)[:3]
-            cells.append(f"{statistics.median(full):.2f} ({q1:.1f}–{q3:.1f})")
-            if tag == "this":
-                cells.insert(0, f"{statistics.median(c for c, _ in runs):.2f}")
-        print(f"| {LABELS.get(name, f'`{name}`')} | {' | '.join(cells)} |")
+    for r in rows:
+        cells = [f"{float(r['us_per_call']):.2f}"] + [
+            f"{float(r[p + 'us_per_decision']):.2f} ({float(r[p + 'us_per_decision_q1']):.1f}–"
+            f"{float(r[p + 'us_per_decision_q3']):.1f})" for p in ("", "other_")]
+        print(f"| {LABELS.get(r['controller'], '`' + r['controller'] + '`')} | "
+              f"{' | '.join(cells)} |")
 
 
 def main() -> int:
@@ -79,12 +91,12 @@ def main() -> int:
     ap.add_argument("--other", type=Path, help="the checkout to compare with (native built)")
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--calls", type=int, default=5000)
-    ap.add_argument("--pin", type=Path, help="write every run's figures here (CSV)")
+    ap.add_argument("--pin", type=Path, help="write the summary here (CSV)")
     ap.add_argument("--table", type=Path, help="print the table from a pinned CSV")
     args = ap.parse_args()
     if args.table is not None:
         with args.table.open() as f:
-            table([tuple(r[k] for k in FIELDS) for r in csv.DictReader(f)])
+            table(list(csv.DictReader(f)))
         return 0
     if args.other is None or not (args.other / "bench" / "bench_dcp.py").is_file():
         ap.error(f"--other {args.other}: expected a checkout with bench/bench_dcp.py")
