@@ -4,9 +4,9 @@ Usage: .venv/bin/python bench/decision_cost.py --other TREE [--runs 21] [--pin C
        .venv/bin/python bench/decision_cost.py --table CSV
 TREE: a checkout of the commit to compare with, its native modules built there (``make
 native``). Each run is one ``bench/bench_dcp.py --calls 5000`` per tree, the two in turn, so
-the shared host's load falls on both alike. ``--pin`` writes the medians over the runs and the
-quartiles of the full decisions (CSV; the host is noisy, a single run says little); ``--table``
-prints bench/dcp.md's table from it.
+the shared host's load falls on both alike. ``--pin`` writes the medians over the runs, the
+quartiles of the full decisions and the median of the run-by-run ratio of the two (CSV; the
+host is noisy, a single run says little); ``--table`` prints bench/dcp.md's table from it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 FIELDS = ("controller", "us_per_call", "us_per_decision", "us_per_decision_q1",
           "us_per_decision_q3", "other_us_per_decision", "other_us_per_decision_q1",
-          "other_us_per_decision_q3", "runs")
+          "other_us_per_decision_q3", "ratio_to_other", "runs")
 LABELS = {
     "predictive": "`predictive` (plain loop, SteadyRule)",
     "predictive@mixed": "`predictive@mixed` (SloRule)",
@@ -71,17 +71,21 @@ def summary(name: str, this: list[tuple[float, float]], other: list[tuple[float,
         row |= {f"{prefix}us_per_decision": round(statistics.median(full), 2),
                 f"{prefix}us_per_decision_q1": round(q1, 1),
                 f"{prefix}us_per_decision_q3": round(q3, 1)}
+    # run by run: the two trees ran back to back, so the ratio holds where the host's speed drifts
+    ratios = [a / b for (_, a), (_, b) in zip(this, other, strict=False) if b > 0]
+    row["ratio_to_other"] = round(statistics.median(ratios), 3) if ratios else ""
     return row
 
 
 def table(rows: list[dict]) -> None:
     print("| controller | per call | per full decision (quartiles) | the other tree: per full "
-          "decision (quartiles) |")
-    print("|---|---|---|---|")
+          "decision (quartiles) | ratio, run by run (median) |")
+    print("|---|---|---|---|---|")
     for r in rows:
         cells = [f"{float(r['us_per_call']):.2f}"] + [
             f"{float(r[p + 'us_per_decision']):.2f} ({float(r[p + 'us_per_decision_q1']):.1f}–"
-            f"{float(r[p + 'us_per_decision_q3']):.1f})" for p in ("", "other_")]
+            f"{float(r[p + 'us_per_decision_q3']):.1f})" for p in ("", "other_")] + [
+            f"{float(r['ratio_to_other']):.3f}" if r["ratio_to_other"] != "" else ""]
         print(f"| {LABELS.get(r['controller'], '`' + r['controller'] + '`')} | "
               f"{' | '.join(cells)} |")
 
