@@ -2,11 +2,15 @@
 
 Usage: .venv/bin/python bench/decision_cost.py --other TREE [--runs 21] [--pin CSV]
        .venv/bin/python bench/decision_cost.py --table CSV
+       .venv/bin/python bench/decision_cost.py --other TREE --instructions
 TREE: a checkout of the commit to compare with, its native modules built there (``make
 native``). Each run is one ``bench/bench_dcp.py --calls 5000`` per tree, the two in turn, so
 the shared host's load falls on both alike. ``--pin`` writes the medians over the runs, the
 quartiles of the full decisions and the median of the run-by-run ratio of the two (CSV; the
 host is noisy, a single run says little); ``--table`` prints bench/dcp.md's table from it.
+``--instructions``: the SLO rule's instructions per re-plan on both trees, which no load on the
+host moves: the same snapshots, run under valgrind's cachegrind with 200 and 1,200 decisions,
+the difference over 1,000 (PYTHONHASHSEED fixed; about 5 min).
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -90,6 +98,50 @@ def table(rows: list[dict]) -> None:
               f"{' | '.join(cells)} |")
 
 
+def decide(spec: str, n: int) -> None:
+    """``n`` re-plans of the SLO rule on bench_dcp's snapshots (run in the tree measured)."""
+    sys.path.insert(0, "bench")
+    import bench_dcp
+
+    from ppsched.core.batch import BatchShape
+    from ppsched.core.models import BUILTIN_MODELS
+    from ppsched.core.policy_context import PolicyContext
+    from ppsched.core.slo import Slo
+    from ppsched.core.snapshots import ChunkSnapshot, StageMeasurement
+    from ppsched.dcp.registry import build_chunk_controller
+
+    ctx = PolicyContext(pp_size=4, slo=Slo(), model=BUILTIN_MODELS["qwen2.5-32b"])
+    roomy = spec.endswith("+roomy-kv")
+    snaps = [ChunkSnapshot(**{**{f: getattr(s, f) for f in s.__slots__}, "iteration": 1000 * k,
+                              "kv_free_tokens": 180_000 if roomy else s.kv_free_tokens})
+             for k, s in enumerate(bench_dcp.snapshots(1200, random.Random(0)))]
+    ctl = build_chunk_controller("predictive", ctx, predictor=None)
+    ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 156),), 100, 100_000), 30.0))
+    for snap in snaps[:n]:
+        ctl.decide(snap)
+
+
+def instructions(other: Path) -> int:
+    def count(tree: Path, spec: str, n: int) -> int:
+        out = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+             sys.executable, str(Path(__file__).resolve()), "--decide", spec, str(n)],
+            cwd=tree, env={**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"},
+            check=True, capture_output=True, text=True).stderr
+        return int(re.search(r"I\s+refs:\s+([\d,]+)", out).group(1).replace(",", ""))
+
+    print("| snapshots | instructions per re-plan | the other tree | ratio |")
+    print("|---|---|---|---|")
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # counts do not depend on the load
+        for spec in ("predictive@mixed", "predictive@mixed+roomy-kv"):
+            runs = {(t, n): pool.submit(count, t, spec, n) for t in (HERE, other)
+                    for n in (200, 1200)}
+            per = [(runs[t, 1200].result() - runs[t, 200].result()) / 1000 for t in (HERE, other)]
+            print(f"| {LABELS[spec]} | {per[0]:,.0f} | {per[1]:,.0f} | {per[0] / per[1]:.3f} |",
+                  flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--other", type=Path, help="the checkout to compare with (native built)")
@@ -97,13 +149,23 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=5000)
     ap.add_argument("--pin", type=Path, help="write the summary here (CSV)")
     ap.add_argument("--table", type=Path, help="print the table from a pinned CSV")
+    ap.add_argument("--instructions", action="store_true",
+                    help="instructions per re-plan under cachegrind instead of CPU time")
+    ap.add_argument("--decide", nargs=2, metavar=("SPEC", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.decide is not None:
+        decide(args.decide[0], int(args.decide[1]))
+        return 0
     if args.table is not None:
         with args.table.open() as f:
             table(list(csv.DictReader(f)))
         return 0
     if args.other is None or not (args.other / "bench" / "bench_dcp.py").is_file():
         ap.error(f"--other {args.other}: expected a checkout with bench/bench_dcp.py")
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            ap.error("--instructions: expected valgrind on PATH (apt install valgrind)")
+        return instructions(args.other.resolve())
     if args.runs < 1:
         ap.error(f"--runs {args.runs}: expected >= 1")
     return measure(args.other.resolve(), args.runs, args.calls, args.pin)
