@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import os
 import random
 import re
@@ -117,6 +118,8 @@ def decide(spec: str, n: int) -> None:
              for k, s in enumerate(bench_dcp.snapshots(1200, random.Random(0)))]
     ctl = build_chunk_controller("predictive", ctx, predictor=None)
     ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 156),), 100, 100_000), 30.0))
+    gc.collect()
+    gc.freeze()  # the collector then scans what the decisions allocate, not the setup's objects
     for snap in snaps[:n]:
         ctl.decide(snap)
 
