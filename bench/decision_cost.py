@@ -9,8 +9,9 @@ the shared host's load falls on both alike. ``--pin`` writes the medians over th
 quartiles of the full decisions and the median of the run-by-run ratio of the two (CSV; the
 host is noisy, a single run says little); ``--table`` prints bench/dcp.md's table from it.
 ``--instructions``: the SLO rule's instructions per re-plan on both trees, which no load on the
-host moves: the same snapshots, run under valgrind's cachegrind with 200 and 1,200 decisions,
-the difference over 1,000 (PYTHONHASHSEED fixed; about 5 min).
+host moves: the same snapshots, run under valgrind's cachegrind with 200 and 4,200 decisions,
+the difference over 4,000 (PYTHONHASHSEED fixed; a process's start varies by about 10 million
+instructions, under 1% of the figure; about 10 min).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ HERE = Path(__file__).resolve().parents[1]
 FIELDS = ("controller", "us_per_call", "us_per_decision", "us_per_decision_q1",
           "us_per_decision_q3", "other_us_per_decision", "other_us_per_decision_q1",
           "other_us_per_decision_q3", "ratio_to_other", "runs")
+DECISIONS = (200, 4200)  # the two runs under cachegrind: their difference is the decisions'
 LABELS = {
     "predictive": "`predictive` (plain loop, SteadyRule)",
     "predictive@mixed": "`predictive@mixed` (SloRule)",
@@ -115,7 +117,7 @@ def decide(spec: str, n: int) -> None:
     roomy = spec.endswith("+roomy-kv")
     snaps = [ChunkSnapshot(**{**{f: getattr(s, f) for f in s.__slots__}, "iteration": 1000 * k,
                               "kv_free_tokens": 180_000 if roomy else s.kv_free_tokens})
-             for k, s in enumerate(bench_dcp.snapshots(1200, random.Random(0)))]
+             for k, s in enumerate(bench_dcp.snapshots(DECISIONS[1], random.Random(0)))]
     ctl = build_chunk_controller("predictive", ctx, predictor=None)
     ctl.observe(StageMeasurement(0.0, 0, 0, BatchShape(((0, 156),), 100, 100_000), 30.0))
     gc.collect()
@@ -138,8 +140,10 @@ def instructions(other: Path) -> int:
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # counts do not depend on the load
         for spec in ("predictive@mixed", "predictive@mixed+roomy-kv"):
             runs = {(t, n): pool.submit(count, t, spec, n) for t in (HERE, other)
-                    for n in (200, 1200)}
-            per = [(runs[t, 1200].result() - runs[t, 200].result()) / 1000 for t in (HERE, other)]
+                    for n in DECISIONS}
+            few, many = DECISIONS
+            per = [(runs[t, many].result() - runs[t, few].result()) / (many - few)
+                   for t in (HERE, other)]
             print(f"| {LABELS[spec]} | {per[0]:,.0f} | {per[1]:,.0f} | {per[0] / per[1]:.3f} |",
                   flush=True)
     return 0

@@ -66,14 +66,14 @@ class Measured:
     p90_prompt: float | None  # tokens of the recent P90 prompt (None: too few seen)
     deadlines: list[tuple[float, int]]  # ``queue_deadlines``
     mean_stage_ms: float | None
-    p90_tpot_ms: float | None
+    recent_tpot_ms: tuple[float, ...]  # their P90 read only where the TPOT gate can open
     recent_ttft_ms: tuple[float, ...]
 
-    def tpot_closer(self, slo: Slo) -> bool:
+    def tpot_closer(self, p90_tpot_ms: float, slo: Slo) -> bool:
         """Whether TPOT is the SLO measured closer to its bound (read only once the scaled TPOT
         is over budget: it reads the whole TTFT window)."""
-        return self.p90_tpot_ms is not None and percentile_below(
-            self.recent_ttft_ms, SLO_PERCENTILE, self.p90_tpot_ms / slo.tpot_ms, slo.ttft_ms)
+        return percentile_below(self.recent_ttft_ms, SLO_PERCENTILE, p90_tpot_ms / slo.tpot_ms,
+                                slo.ttft_ms)
 
 
 def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measured:
@@ -86,7 +86,7 @@ def measure(rule: SloRule, snap: ChunkSnapshot, arrival_tok_s: float) -> Measure
                     kv_round_ms(snap, pp, round_ms), gap,
                     rule.prompts.percentile(SLO_PERCENTILE),
                     queue_deadlines(snap, slo.ttft_ms), mean_stage,
-                    percentile(snap.recent_tpot_ms, SLO_PERCENTILE), snap.recent_ttft_ms)
+                    snap.recent_tpot_ms, snap.recent_ttft_ms)
 
 
 @dataclass(frozen=True)
@@ -150,9 +150,11 @@ class SloRule:
                 for i in tied}
         idx, count = most_in_time(tied, keys.__getitem__, deadlines, prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
-        mean, tpot = seen.mean_stage_ms, seen.p90_tpot_ms
-        if regime is Regime.WITHIN_BUDGET and mean is not None and tpot is not None and \
-                tpot * ((stage[idx] + gap) / (mean + gap)) > budget and seen.tpot_closer(slo):
+        mean = seen.mean_stage_ms
+        tpot = percentile(seen.recent_tpot_ms, SLO_PERCENTILE) if regime is \
+            Regime.WITHIN_BUDGET and mean is not None and budget < math.inf else None
+        if tpot is not None and mean is not None and \
+                tpot * ((stage[idx] + gap) / (mean + gap)) > budget and seen.tpot_closer(tpot, slo):
             # a step down to the sizes the TPOT fits at, not a jump to the least round (which
             # over-corrects: TPOT left with margin, TTFT paying for it)
             fits = {i: tpot * ((stage[i] + gap) / (mean + gap)) <= budget for i in tied}
