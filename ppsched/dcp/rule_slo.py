@@ -144,9 +144,9 @@ class SloRule:
         # every other in time ends the search for term 3 (``queue_drain.most_in_time``)
         rate = max([prefill[i] / (stage[i] + gap) for i in tied])
         crossing = (pp - 1) * min([stage[i] for i in tied])
-        deadlines = [(left, cum) for left, cum in seen.deadlines if left >= cum / rate + crossing]
-        over = {i: -max(0.0, rounds[i] - budget) for i in tied}
-        keys = {i: (over[i], tokens_within_ms(ttft_ms, prefill[i], stage[i], gap, pp), -rounds[i])
+        deadlines = [d for d in seen.deadlines if d[0] >= d[1] / rate + crossing]
+        keys = {i: (-max(0.0, rounds[i] - budget),
+                    tokens_within_ms(ttft_ms, prefill[i], stage[i], gap, pp), -rounds[i])
                 for i in tied}
         idx, count = most_in_time(tied, keys.__getitem__, deadlines, prefill, stage, gap, pp)
         regime = Regime.OVER_BUDGET if rounds[idx] > budget else Regime.WITHIN_BUDGET
@@ -158,7 +158,7 @@ class SloRule:
             # a step down to the sizes the TPOT fits at, not a jump to the least round (which
             # over-corrects: TPOT left with margin, TTFT paying for it)
             fits = {i: tpot * ((stage[i] + gap) / (mean + gap)) <= budget for i in tied}
-            eased = {i: (over[i], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
+            eased = {i: (keys[i][0], fits[i], keys[i][1] if fits[i] else 0.0, -rounds[i])
                      for i in tied}
             idx, count = most_in_time(tied, eased.__getitem__, deadlines, prefill, stage, gap,
                                       pp)
