@@ -102,7 +102,9 @@ def table(rows: list[dict]) -> None:
 
 
 def decide(spec: str, n: int) -> None:
-    """``n`` re-plans of the SLO rule on bench_dcp's snapshots (run in the tree measured)."""
+    """``n`` re-plans of the SLO rule on bench_dcp's snapshots (run in the tree measured; the
+    full-decision snapshots are built here as ``bench_dcp.bench`` builds them, since the other
+    tree's bench_dcp has only what it had then)."""
     sys.path.insert(0, "bench")
     import bench_dcp
 
