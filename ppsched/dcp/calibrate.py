@@ -16,11 +16,12 @@ first tokens came 16-20% later than the drain model said).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from ppsched.core.batch import BatchShape
 from ppsched.dcp.candidate_costs import CandidateCosts
 
-TILE = 128  # tokens per GEMM tile step of the staircase (the candidate grid's step)
+TILE: Final = 128  # tokens per GEMM tile step of the staircase (the candidate grid's step)
 
 
 class TileResidual:
@@ -106,7 +107,11 @@ class TileResidual:
         means = [self._all[k] if self._any[k] else self._all[1 - k] if self._any[1 - k] else 0.0
                  for k in (0, 1)]
         out = []
-        for tokens, ms, piece in zip(batched_tokens, predicted_ms, prefill, strict=True):
+        if not len(batched_tokens) == len(predicted_ms) == len(prefill):
+            raise ValueError(f"{len(batched_tokens)} batches, {len(predicted_ms)} predictions, "
+                             f"{len(prefill)} prefill flags: expected one of each per batch")
+        for i in range(len(predicted_ms)):  # indexed: a compiled loop, where zip is generic
+            tokens, ms, piece = batched_tokens[i], predicted_ms[i], prefill[i]
             t = -(-tokens // TILE)  # tile(), inlined: hot
             if t > top:
                 t = top

@@ -8,9 +8,8 @@ predicted stage time of a decode-only microbatch. One scan of the predictor per 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ppsched.core.batch import BatchShape, piece_shape, piece_sums
 from ppsched.core.snapshots import ChunkSnapshot, QueuedRequest, SlotLoad
@@ -32,12 +31,17 @@ class BatchModel(Enum):
     MIXED = "mixed"  # --enable-mixed-chunk: decodes spend one budget token each, c - d prefill
 
 
-@dataclass(frozen=True, slots=True)
 class CandidateCosts:
-    candidates: tuple[int, ...]
-    prefill: tuple[int, ...]  # prefill tokens each candidate's microbatch carries
-    stage_ms: tuple[float, ...]  # predicted one-stage latency of that microbatch
-    decode_ms: float  # predicted stage time of the decode-only microbatch asked for (0: none)
+    """Read-only (``Final``); not a frozen dataclass, whose __init__ runs interpreted even
+    compiled (one or two a decision)."""
+
+    def __init__(self, candidates: tuple[int, ...], prefill: tuple[int, ...],
+                 stage_ms: tuple[float, ...], decode_ms: float) -> None:
+        self.candidates: Final = candidates
+        self.prefill: Final = prefill  # prefill tokens each candidate's microbatch carries
+        self.stage_ms: Final = stage_ms  # predicted one-stage latency of that microbatch
+        # predicted stage time of the decode-only microbatch asked for (0: none)
+        self.decode_ms: Final = decode_ms
 
     def supply(self, i: int) -> float:
         """Prefill tokens per ms of stage time: the per-token efficiency of candidate i."""
@@ -96,17 +100,18 @@ def predict_costs(predictor: StagePredictor, candidates: tuple[int, ...], batch:
     (``predict_sums``), built here without a BatchShape each; another predictor gets the
     shapes."""
     by_sums = getattr(predictor, "predict_sums", None)
-    batch_of = piece_sums if by_sums is not None else piece_shape
     if batch is BatchModel.MIXED:  # a candidate at or below d carries no prefill
         prefill = tuple(c - decodes if c > decodes else 0 for c in candidates)
     else:
         prefill = candidates
     if batch is BatchModel.PLAIN:
         decodes, decode_ctx = 0, 0
-    # sums for ALP, shapes for any other predictor
-    batches: list[Any] = [batch_of(prefix, p, decodes, decode_ctx) for p in prefill]
+    # sums for ALP, shapes for any other predictor (each called by name: compiled, a direct call)
+    batches: list[Any] = [piece_sums(prefix, p, decodes, decode_ctx) for p in prefill] \
+        if by_sums is not None else [piece_shape(prefix, p, decodes, decode_ctx) for p in prefill]
     if decode_load is not None and decode_load[0] > 0:
-        batches.append(batch_of(0, 0, decode_load[0], decode_load[1]))
+        batches.append(piece_sums(0, 0, decode_load[0], decode_load[1]) if by_sums is not None
+                       else piece_shape(0, 0, decode_load[0], decode_load[1]))
     if by_sums is not None:  # ALP: one model answers the scan; the fit needs no residual shift
         predicted, from_fit = by_sums(batches)
     else:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from ppsched.core.snapshots import ChunkSnapshot
 from ppsched.dcp.candidate_costs import CandidateCosts
 from ppsched.dcp.regime import Regime
 
 
-@dataclass(frozen=True, slots=True)
 class Choice:
     """A rule's pick: an index into ``costs.candidates`` and the regime that picked it; the
     controller applies the safety floor and builds the ChunkDecision (chunk, regime, reason,
@@ -19,15 +17,20 @@ class Choice:
     ``explored``: the pick is a trial of the size above, priced at its lower bound
     (``calibrate.explore_above``). ``ttft_slack`` / ``tpot_slack``: the predicted P90 TTFT and
     TPOT slack the rule acted on, each relative to its SLO (1 - predicted / SLO; negative: a
-    predicted miss), None where the rule computes no such prediction."""
+    predicted miss), None where the rule computes no such prediction. Read-only (``Final``);
+    not a frozen dataclass, whose __init__ runs interpreted even compiled (a rule builds one or
+    two a decision)."""
 
-    index: int
-    regime: Regime
-    costs: CandidateCosts
-    inputs: tuple[tuple[str, float], ...]
-    explored: bool = False
-    ttft_slack: float | None = None
-    tpot_slack: float | None = None
+    def __init__(self, index: int, regime: Regime, costs: CandidateCosts,
+                 inputs: tuple[tuple[str, float], ...], explored: bool = False,
+                 ttft_slack: float | None = None, tpot_slack: float | None = None) -> None:
+        self.index: Final = index
+        self.regime: Final = regime
+        self.costs: Final = costs
+        self.inputs: Final = inputs
+        self.explored: Final = explored
+        self.ttft_slack: Final = ttft_slack
+        self.tpot_slack: Final = tpot_slack
 
     @property
     def reason(self) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Final
 
 from ppsched.core.rounds import RoundMeter, kv_round_ms
 from ppsched.core.slo import Slo
@@ -55,19 +56,23 @@ from ppsched.dcp.signals import percentile, percentile_below
 SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.verdict)
 
 
-@dataclass(frozen=True, slots=True)
 class Measured:
-    """What one decision reads of the engine, each once."""
+    """What one decision reads of the engine, each once. Read-only (``Final``); not a frozen
+    dataclass, whose __init__ runs interpreted even compiled: a third of a microsecond a field."""
 
-    arrival_tok_ms: float
-    decoding: bool  # does any slot decode (a round costs TPOT only to the requests decoding)
-    kv_round_ms: float
-    gap_ms: float  # rank 0's time per microbatch that no stage time shows
-    p90_prompt: float | None  # tokens of the recent P90 prompt (None: too few seen)
-    deadlines: list[tuple[float, int]]  # ``queue_deadlines``
-    mean_stage_ms: float | None
-    recent_tpot_ms: tuple[float, ...]  # their P90 read only where the TPOT gate can open
-    recent_ttft_ms: tuple[float, ...]
+    def __init__(self, arrival_tok_ms: float, decoding: bool, kv_round_ms: float, gap_ms: float,
+                 p90_prompt: float | None, deadlines: list[tuple[float, int]],
+                 mean_stage_ms: float | None, recent_tpot_ms: tuple[float, ...],
+                 recent_ttft_ms: tuple[float, ...]) -> None:
+        self.arrival_tok_ms: Final = arrival_tok_ms
+        self.decoding: Final = decoding  # does any slot decode (a round costs TPOT only to them)
+        self.kv_round_ms: Final = kv_round_ms
+        self.gap_ms: Final = gap_ms  # rank 0's time per microbatch that no stage time shows
+        self.p90_prompt: Final = p90_prompt  # tokens of the recent P90 prompt (None: too few)
+        self.deadlines: Final = deadlines  # ``queue_deadlines``
+        self.mean_stage_ms: Final = mean_stage_ms
+        self.recent_tpot_ms: Final = recent_tpot_ms  # their P90 read only where the gate can open
+        self.recent_ttft_ms: Final = recent_ttft_ms
 
     def tpot_closer(self, p90_tpot_ms: float, slo: Slo) -> bool:
         """Whether TPOT is the SLO measured closer to its bound (read only once the scaled TPOT
@@ -121,11 +126,10 @@ class SloRule:
         """The objective's size at these prices (the module docstring)."""
         pp, slo, gap = self.pp, self.slo, seen.gap_ms
         stage, prefill = costs.stage_ms, costs.prefill
-        rounds = [pp * s for s in stage]
-        n = len(prefill)
-        keeps = [p > 0 and p > seen.arrival_tok_ms * s for p, s in zip(prefill, stage, strict=True)]
+        rounds, n = [pp * s for s in stage], len(prefill)  # indexed loops below: compiled, no zip
+        keeps = [prefill[i] > 0 and prefill[i] > seen.arrival_tok_ms * stage[i] for i in range(n)]
         ceiling = seen.kv_round_ms
-        if not any(k and r <= ceiling for k, r in zip(keeps, rounds, strict=True)):
+        if not any(keeps[i] and rounds[i] <= ceiling for i in range(n)):
             ceiling = max(ceiling, slo.tpot_ms)
         budget = min(slo.tpot_ms, seen.kv_round_ms) if seen.decoding else math.inf
         inputs = (("arrival_tok_s", 1000.0 * seen.arrival_tok_ms), ("tpot_budget_ms", budget),
@@ -139,7 +143,7 @@ class SloRule:
         head = [2 * keeps[i] + (p90 is None or first_token_ms(
                 p90, prefill[i], stage[i], gap, pp) <= ttft_ms) for i in sizes]  # terms 1, 2
         top = max(head)
-        tied = [i for i, h in zip(sizes, head, strict=True) if h == top]
+        tied = [sizes[j] for j in range(len(sizes)) if head[j] == top]
         # a request no size brings in time counts for none: dropped, so that a size bringing
         # every other in time ends the search for term 3 (``queue_drain.most_in_time``)
         rate = max([prefill[i] / (stage[i] + gap) for i in tied])

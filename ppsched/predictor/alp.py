@@ -30,6 +30,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from operator import mul
+from typing import Final
 
 from ppsched.core.batch import BatchShape, ShapeSums, shape_sums
 from ppsched.core.errors import UserError
@@ -37,11 +38,12 @@ from ppsched.predictor import kernels
 from ppsched.predictor.device_fit import N_FEATURES, DeviceFit
 from ppsched.predictor.profile import LinearProfile
 
-PREFIX_SCALE = 2.0**21
-EXTEND_SCALE = 2.0**20
-DECODE_SCALE = 1e5
-BIAS = 0.1
-LINEAR_SCALE = 100.0  # ms: the online linear-correction feature is linear_ms / 100
+# Final: compiled, each a constant where a module global is a dict lookup per use
+PREFIX_SCALE: Final = 2.0**21
+EXTEND_SCALE: Final = 2.0**20
+DECODE_SCALE: Final = 1e5
+BIAS: Final = 0.1
+LINEAR_SCALE: Final = 100.0  # ms: the online linear-correction feature is linear_ms / 100
 COV_LIMIT = 1e8  # a covariance diagonal above this (or non-finite) means blow-up: reset
 # Weights kept near their prior unless the data say otherwise (stabilised forgetting, see
 # _anchor), as (index, prior precision; None = 1/init_cov, the paper's P0). The prefill terms
@@ -137,7 +139,7 @@ class ALPredictor:
         self._sums_shape: BatchShape | None = None
         self._sums_value: ShapeSums = (0, 0, 0, 0, 0, 0)
         self._sums_lin = 0.0  # the profile's linear term of that shape
-        self._linear = profile.linear_term().ms  # compiled (``linear_term``), bound once
+        self._term = profile.linear_term()  # compiled (``linear_term``): a direct call
         self.weights = [0.0] * self.n
         # P, one float field per entry (``kernels.Matrix4``/``5``; ``cov.rows()`` reads it)
         self.cov: Covariance = _MATRIX[self.n](self._identity())
@@ -184,7 +186,7 @@ class ALPredictor:
     def _x(self, shape: BatchShape) -> tuple[float, list[float]]:
         """(linear ms, feature vector) of a shape."""
         sums = shape_sums(shape)
-        lin = self._linear(sums[0])
+        lin = self._term.ms(sums[0])
         return lin, self._x_of(sums, lin)
 
     def _x_of(self, sums: ShapeSums, lin: float) -> list[float]:
@@ -228,20 +230,20 @@ class ALPredictor:
         a controller predicts a measured batch and then learns from the same batch."""
         if shape is not self._sums_shape:
             sums = self._sums_value = shape_sums(shape)
-            self._sums_lin = self._linear(sums[0])
+            self._sums_lin = self._term.ms(sums[0])
             self._sums_shape = shape
         return self._sums_value
 
     def _formula(self, scan: Sequence[ShapeSums]) -> list[float]:
         """The formula for each batch of the scan; one loop with the weights bound once (a
         16-candidate scan is on the decision's budget)."""
-        linear = self._linear
+        term = self._term
         w0, w1, w2, w3 = self.weights[:4]
         w4 = self.weights[4] if self.n == 5 else 0.0
         scale = self.scale
         out = []
         for tokens, cross, square, _, decode_ctx, _ in scan:
-            lin = linear(tokens)
+            lin = term.ms(tokens)
             out.append((lin + w0 * cross / PREFIX_SCALE + w1 * square / EXTEND_SCALE
                         + w2 * decode_ctx / DECODE_SCALE + w3 * BIAS
                         + w4 * lin / LINEAR_SCALE) * scale)
