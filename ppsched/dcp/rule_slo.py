@@ -58,7 +58,7 @@ SLO_PERCENTILE = 90.0  # the SLO holds on P90 TTFT and P90 TPOT (metrics.steady.
 
 class Measured:
     """What one decision reads of the engine, each once. Read-only (``Final``); not a frozen
-    dataclass, whose __init__ runs interpreted even compiled: a third of a microsecond a field."""
+    dataclass, whose __init__ runs interpreted even compiled (1.5 us for these nine fields)."""
 
     def __init__(self, arrival_tok_ms: float, decoding: bool, kv_round_ms: float, gap_ms: float,
                  p90_prompt: float | None, deadlines: list[tuple[float, int]],
