@@ -32,8 +32,7 @@ class BatchModel(Enum):
 
 
 class CandidateCosts:
-    """Read-only (``Final``); not a frozen dataclass, whose __init__ runs interpreted even
-    compiled (one or two a decision)."""
+    """Read-only (``Final``), a plain class for the reason ``rule_slo.Measured`` gives."""
 
     def __init__(self, candidates: tuple[int, ...], prefill: tuple[int, ...],
                  stage_ms: tuple[float, ...], decode_ms: float) -> None:

@@ -17,9 +17,8 @@ class Choice:
     ``explored``: the pick is a trial of the size above, priced at its lower bound
     (``calibrate.explore_above``). ``ttft_slack`` / ``tpot_slack``: the predicted P90 TTFT and
     TPOT slack the rule acted on, each relative to its SLO (1 - predicted / SLO; negative: a
-    predicted miss), None where the rule computes no such prediction. Read-only (``Final``);
-    not a frozen dataclass, whose __init__ runs interpreted even compiled (a rule builds one or
-    two a decision)."""
+    predicted miss), None where the rule computes no such prediction. Read-only (``Final``), a
+    plain class for the reason ``rule_slo.Measured`` gives."""
 
     def __init__(self, index: int, regime: Regime, costs: CandidateCosts,
                  inputs: tuple[tuple[str, float], ...], explored: bool = False,
